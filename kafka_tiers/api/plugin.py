@@ -1,0 +1,52 @@
+"""The lifecycle every kafka-tiers plugin shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import ClassVar, Self
+
+
+class Plugin:
+    """Base of every plugin interface: ``configure(config)``, ``close()``, context manager.
+
+    The core creates a plugin with no arguments, calls :meth:`configure` exactly once before any
+    other method, and :meth:`close` exactly once when done (also after a failed ``configure``).
+
+    Class attributes:
+        SUPPORTED_SPI: a PEP 440 version specifier (``">=1.0,<2"``) naming the
+            :data:`kafka_tiers.api.SPI_VERSION` range the plugin was written for. ``None`` (the
+            default) means "any 1.x". The core refuses a plugin whose range excludes its own
+            SPI version, with a message naming the plugin and both versions.
+    """
+
+    SUPPORTED_SPI: ClassVar[str | None] = None
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        """Receive the plugin's own settings.
+
+        Args:
+            config: string keys and string values, with the config prefix already stripped
+                (``placer.seed=7`` in ``server.properties`` arrives as ``{"seed": "7"}``).
+
+        Raises:
+            ConfigError: a value is missing or malformed; the error names the key, never the
+                value of a secret.
+        """
+
+    def close(self) -> None:
+        """Release every resource the plugin holds. Safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["Plugin"]
