@@ -10,7 +10,6 @@ from types import MappingProxyType
 from kafka_tiers.api.errors import InvalidClusterError
 
 
-
 @dataclass(frozen=True, order=True, slots=True)
 class TopicPartition:
     """One partition of one topic. Ordered by topic, then partition number.
