@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Mapping
 from types import TracebackType
 from typing import ClassVar, Self
 
 
-class Plugin:
+class Plugin(ABC):
     """Base of every plugin interface: ``configure(config)``, ``close()``, context manager.
 
     The core creates a plugin with no arguments, calls :meth:`configure` exactly once before any

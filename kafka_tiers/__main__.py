@@ -1,0 +1,6 @@
+"""``python -m kafka_tiers`` is the ``kafka-tiers`` command."""
+
+from kafka_tiers.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""kafka-tiers conformance pytest plugin (being written)."""
