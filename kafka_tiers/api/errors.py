@@ -113,12 +113,108 @@ class InvalidReplicaAssignmentError(PlacementError):
         self.placer = placer
 
 
+class RemoteStorageError(KafkaTiersError):
+    """Base of the remote (tiered) storage errors: a storage operation failed.
+
+    Attributes:
+        segment_id: the ``RemoteLogSegmentId.id`` the operation was about, when it was about one.
+        plugin: the storage plugin's name, filled in by the core's wrapper when the plugin
+            itself did not.
+        retriable: True when repeating the same call later may succeed (a timeout, a throttled
+            request); False for a permanent failure.
+        resource: what the operation was about in words (``"segment"``, ``"index TRANSACTION"``,
+            an object key), when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        segment_id: str | None = None,
+        plugin: str | None = None,
+        retriable: bool | None = None,
+        resource: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.segment_id = segment_id
+        self.plugin = plugin
+        self.resource = resource
+        if retriable is not None:
+            self.retriable = retriable
+
+
+class RetriableRemoteStorageError(RemoteStorageError):
+    """A transient remote storage failure: the same call may succeed later."""
+
+    retriable = True
+
+
+class RemoteResourceNotFoundError(RemoteStorageError):
+    """The segment, index or object asked for does not exist in the remote tier (never copied,
+    copy failed, already deleted, or an optional index such as the transaction index that the
+    segment does not have). Fetching never returns ``None`` for a missing resource: it raises
+    this."""
+
+
+class InvalidRangeError(RemoteStorageError, ValueError):
+    """A fetch range is invalid: a negative start, an end before the start, or a start beyond
+    the last byte of the segment.
+
+    Attributes:
+        start: the start position asked for (inclusive).
+        end: the end position asked for (inclusive), or None for "to the end".
+        size: the size of the segment in bytes, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        size: int | None = None,
+        segment_id: str | None = None,
+        plugin: str | None = None,
+    ) -> None:
+        super().__init__(message, segment_id=segment_id, plugin=plugin, retriable=False)
+        self.start = start
+        self.end = end
+        self.size = size
+
+
+class ManifestError(RemoteStorageError):
+    """A segment manifest in the remote tier cannot be used: it is not valid JSON, misses a
+    field, or carries a ``format_version`` this kafka-tiers does not read.
+
+    Attributes:
+        key: the manifest's object key.
+        format_version: the version found, when one was found.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        format_version: object = None,
+        segment_id: str | None = None,
+    ) -> None:
+        super().__init__(message, segment_id=segment_id, retriable=False, resource=key)
+        self.key = key
+        self.format_version = format_version
+
+
 __all__ = [
     "ConfigError",
     "InvalidClusterError",
+    "InvalidRangeError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
     "KafkaTiersError",
+    "ManifestError",
     "PlacementError",
     "PluginError",
+    "RemoteResourceNotFoundError",
+    "RemoteStorageError",
+    "RetriableRemoteStorageError",
 ]
