@@ -55,7 +55,7 @@ def test_bad_documents(doc: object, fragment: str) -> None:
 def test_bad_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"brokers": [')
-    with pytest.raises(InvalidClusterError, match="not valid JSON: .*line 1"):
+    with pytest.raises(InvalidClusterError, match=r"not valid JSON: .*line 1"):
         load_cluster(bad)
     with pytest.raises(InvalidClusterError, match="cannot read"):
         load_cluster(tmp_path / "missing.json")

@@ -11,8 +11,8 @@ import pytest
 
 from kafka_tiers import hookspecs
 from kafka_tiers.api import LogDirInfo, PluginError, TopicPartition
-from kafka_tiers.hookspecs import hookimpl
 from kafka_tiers.hooks import Hooks, make_plugin_manager
+from kafka_tiers.hookspecs import hookimpl
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 TP = TopicPartition("orders", 3)
@@ -84,7 +84,7 @@ def test_misspelt_hook_is_refused_with_plugin_name() -> None:
         def kafka_tiers_leader_elekted(self, leader):  # pragma: no cover
             pass
 
-    with pytest.raises(PluginError, match="unknown hook|kafka_tiers_leader_elekted"):
+    with pytest.raises(PluginError, match=r"unknown hook|kafka_tiers_leader_elekted"):
         make_plugin_manager(load_entrypoints=False, extra=[Typo()])
 
 

@@ -141,7 +141,8 @@ def test_check_spi_rejects_invalid_specifier() -> None:
 
 
 def test_plugins_list_cli_json_and_table(fake_plugins: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=f"{fake_plugins}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    path = f"{fake_plugins}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    env = dict(os.environ, PYTHONPATH=path)
     out = subprocess.run([sys.executable, "-m", "kafka_tiers", "plugins", "list", "--format",
                           "json"], capture_output=True, text=True, env=env, check=True)
     import json

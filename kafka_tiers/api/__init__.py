@@ -12,32 +12,70 @@ from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
 from kafka_tiers.api.errors import (
     ConfigError,
     InvalidClusterError,
+    InvalidRangeError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     KafkaTiersError,
+    ManifestError,
     PlacementError,
     PluginError,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    RetriableRemoteStorageError,
 )
 from kafka_tiers.api.logdirs import LogDirInfo
+from kafka_tiers.api.objectstore import (
+    ByteRange,
+    MultipartObjectStore,
+    ObjectInfo,
+    ObjectStore,
+    ObjectStoreRemoteStorageManager,
+)
 from kafka_tiers.api.placement import PlacementSpec, ReplicaPlacer
 from kafka_tiers.api.plugin import Plugin
+from kafka_tiers.api.storage import (
+    IndexType,
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemoteStorageManager,
+    StorageCapability,
+)
 
 SPI_VERSION = "1.0.0"
 
 __all__ = [
     "SPI_VERSION",
     "BrokerInfo",
+    "ByteRange",
     "ClusterView",
     "ConfigError",
+    "IndexType",
     "InvalidClusterError",
+    "InvalidRangeError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
     "KafkaTiersError",
     "LogDirInfo",
+    "LogSegmentData",
+    "ManifestError",
+    "MultipartObjectStore",
+    "ObjectInfo",
+    "ObjectStore",
+    "ObjectStoreRemoteStorageManager",
     "PlacementError",
     "PlacementSpec",
     "Plugin",
     "PluginError",
+    "RemoteLogSegmentId",
+    "RemoteLogSegmentMetadata",
+    "RemoteLogSegmentState",
+    "RemoteResourceNotFoundError",
+    "RemoteStorageError",
+    "RemoteStorageManager",
     "ReplicaPlacer",
+    "RetriableRemoteStorageError",
+    "StorageCapability",
     "TopicPartition",
 ]

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "plugins": "kafka_tiers.cli.plugins:plugins",
     "conformance": "kafka_tiers.cli.conformance:conformance",
     "config": "kafka_tiers.cli.config:config",
+    "dump-log": "kafka_tiers.cli.dump_log:dump_log",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -32,6 +33,7 @@ SUMMARIES: dict[str, str] = {
     "plugins": "List and inspect installed plugins.",
     "conformance": "Run the conformance suite against a placer or storage plugin.",
     "config": "Validate and show a broker configuration.",
+    "dump-log": "Dump the batches and index entries of Kafka segment files.",
 }
 
 

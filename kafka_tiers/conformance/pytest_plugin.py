@@ -1,1 +1,244 @@
-"""kafka-tiers conformance pytest plugin (being written)."""
+"""The ``kafka_tiers`` pytest plugin (entry point ``pytest11``): options and summary of the
+conformance suites.
+
+Every pytest run in an environment where kafka-tiers is installed loads this module, so it imports
+only the standard library and :mod:`kafka_tiers.conformance` at import time, and it changes nothing
+unless one of its options is given or a conformance test actually runs.
+
+Options:
+    ``--kt-placer NAME_OR_PATH``: the replica placer under test (entry-point name in group
+    ``kafka_tiers.replica_placer`` or ``pkg.module:Class``). ``--kt-placer-config k=v``
+    (repeatable) is handed to its ``configure`` (the suite adds ``seed`` unless given).
+
+    ``--kt-storage NAME_OR_PATH``, ``--kt-storage-config FILE``, ``--kt-storage-set k=v``
+    (repeatable): the same for the remote storage suite in ``kafka_tiers.conformance.storage``,
+    which owns their meaning.
+
+Path selection: when a suite option (``--kt-placer``, ``--kt-storage``) is given and pytest got no
+test paths on its command line, the suite's package directory replaces the default paths
+(``testpaths`` or the current directory). Explicit paths are kept as given. A suite option whose
+package is not installed is a usage error.
+
+Summary: a test of a suite takes part in the end-of-run summary by putting these pairs in its
+``user_properties`` (the placer suite's base class does this for every test):
+
+* ``("kt_suite", kind)`` and ``("kt_area", area)``: which suite and behaviour area it belongs to;
+* ``("kt_plugin", label)``: the plugin under test, in words;
+* ``("kt_capability", "name|declared|enabled|reason")``: one per capability of the plugin
+  (``declared`` and ``enabled`` are ``yes``/``no``);
+* ``("kt_requires", "cap1,cap2")``: the capabilities the test needs (skipped when one is off);
+* ``("kt_failed_rules", "rule-a,rule-b")``: the rules a failing test found broken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_tiers.conformance import SUITES, SuiteNotInstalledError
+
+
+def pytest_addoption(parser: Any) -> None:
+    """Register the ``--kt-*`` options (pytest hook)."""
+    group = parser.getgroup("kafka-tiers", "kafka-tiers conformance suites")
+    group.addoption("--kt-placer", action="store", default=None, metavar="NAME_OR_PATH",
+                    help="run the replica placer conformance suite against this placer "
+                         "(entry-point name or pkg.module:Class)")
+    group.addoption("--kt-placer-config", action="append", default=[], metavar="K=V",
+                    help="a configuration key for the placer under test (repeatable)")
+    group.addoption("--kt-storage", action="store", default=None, metavar="NAME_OR_PATH",
+                    help="run the remote storage conformance suite against this plugin")
+    group.addoption("--kt-storage-config", action="store", default=None, metavar="FILE",
+                    help="configuration file for the remote storage plugin under test")
+    group.addoption("--kt-storage-set", action="append", default=[], metavar="K=V",
+                    help="a configuration key overriding the storage config file (repeatable)")
+
+
+def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:
+    """Turn ``["k=v", ...]`` into a dict; later keys win.
+
+    Raises:
+        ValueError: an item has no ``=`` or an empty key (the message names ``option``).
+    """
+    out: dict[str, str] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{option} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+_STATE_KEY: Any = None
+
+
+def _state_key() -> Any:
+    global _STATE_KEY
+    if _STATE_KEY is None:
+        import pytest
+
+        _STATE_KEY = pytest.StashKey[_RunState]()
+    return _STATE_KEY
+
+
+def pytest_configure(config: Any) -> None:
+    """Select the suite paths when a suite option is given without test paths (pytest hook)."""
+    import pytest
+
+    config.stash[_state_key()] = _RunState()
+    for option in ("kt_placer_config", "kt_storage_set"):
+        try:
+            parse_pairs(config.getoption(option) or [], "--" + option.replace("_", "-"))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    chosen: list[str] = []
+    for suite in SUITES.values():
+        if not config.getoption(suite.dest, None):
+            continue
+        try:
+            chosen.append(str(suite.path()))
+        except SuiteNotInstalledError as exc:
+            raise pytest.UsageError(f"{suite.option}: {exc}") from None
+    if chosen and config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = chosen
+        config.args_source = pytest.Config.ArgsSource.ARGS
+
+
+@dataclass
+class _Item:
+    suite: str
+    area: str
+    outcome: str = "passed"
+    requires: tuple[str, ...] = ()
+    skip_reason: str = ""
+    failed_rules: tuple[str, ...] = ()
+
+
+@dataclass
+class _RunState:
+    items: dict[str, _Item] = field(default_factory=dict)
+    plugins: dict[str, str] = field(default_factory=dict)
+    capabilities: dict[str, dict[str, tuple[str, str, str]]] = field(default_factory=dict)
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    """Record the outcome of conformance tests for the summary (pytest hook)."""
+    props = dict((k, v) for k, v in report.user_properties if isinstance(k, str))
+    suite = props.get("kt_suite")
+    if not suite:
+        return
+    if not _CURRENT:
+        return
+    state = _CURRENT[-1]
+    item = state.items.setdefault(report.nodeid, _Item(suite, props.get("kt_area", "?")))
+    if "kt_plugin" in props:
+        state.plugins[suite] = props["kt_plugin"]
+    for key, value in report.user_properties:
+        if key == "kt_capability":
+            name, declared, enabled, reason = [*str(value).split("|", 3), "", "", ""][:4]
+            state.capabilities.setdefault(suite, {})[name] = (declared, enabled, reason)
+    if props.get("kt_requires"):
+        item.requires = tuple(x for x in props["kt_requires"].split(",") if x)
+    if report.skipped and report.when in ("setup", "call"):
+        item.outcome = "skipped"
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            item.skip_reason = str(longrepr[2]).removeprefix("Skipped: ")
+    elif report.failed:
+        item.outcome = "failed" if report.when == "call" else "error"
+        if props.get("kt_failed_rules"):
+            item.failed_rules = tuple(props["kt_failed_rules"].split(","))
+
+
+#: the states of the runs in progress, innermost last (pytester nests runs in one process).
+_CURRENT: list[_RunState] = []
+
+
+def pytest_sessionstart(session: Any) -> None:
+    """Make this run's state current (pytest hook)."""
+    _CURRENT.append(session.config.stash[_state_key()])
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    """Restore the enclosing run's state (pytest hook)."""
+    state = session.config.stash.get(_state_key(), None)
+    if _CURRENT and _CURRENT[-1] is state:
+        _CURRENT.pop()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    """Print, per suite that ran, the capability table and pass/fail per area (pytest hook)."""
+    state = config.stash.get(_state_key(), None)
+    if state is None or not state.items:
+        return
+    for lines in summary_lines(state):
+        terminalreporter.write_sep("=", lines[0])
+        for line in lines[1:]:
+            terminalreporter.write_line(line)
+
+
+def summary_lines(state: _RunState) -> list[list[str]]:
+    """The summary as one list of lines per suite (first line: the section title)."""
+    out: list[list[str]] = []
+    suites = sorted({i.suite for i in state.items.values()})
+    for suite in suites:
+        items = [i for i in state.items.values() if i.suite == suite]
+        lines = [f"kafka-tiers {suite} conformance"]
+        if suite in state.plugins:
+            lines.append(f"{suite} under test: {state.plugins[suite]}")
+        caps = state.capabilities.get(suite, {})
+        if caps:
+            rows = [("capability", "declared", "checked", "skipped (reason)")]
+            for name, (declared, enabled, reason) in sorted(caps.items()):
+                needing = [i for i in items if name in i.requires]
+                ran = [i for i in needing if i.outcome != "skipped"]
+                skipped = [i for i in needing if i.outcome == "skipped"]
+                checked = f"{len(ran)} tests" if ran else "-"
+                if skipped:
+                    why = skipped[0].skip_reason or reason
+                    skip_text = f"{len(skipped)} tests ({why})"
+                elif needing:
+                    skip_text = "-"
+                elif enabled == "yes":  # a capability that selects cases, not tests
+                    checked, skip_text = "cases included", "-"
+                else:
+                    skip_text = f"cases left out ({reason})"
+                rows.append((name, declared, checked, skip_text))
+            lines += _table(rows)
+            lines.append("")
+        rows = [("area", "passed", "failed", "skipped", "failing rules")]
+        for area in sorted({i.area for i in items}):
+            in_area = [i for i in items if i.area == area]
+            count = {o: sum(1 for i in in_area if i.outcome == o)
+                     for o in ("passed", "failed", "error", "skipped")}
+            rules = sorted({r for i in in_area for r in i.failed_rules})
+            failed = count["failed"] + count["error"]
+            rows.append((area, str(count["passed"]), str(failed), str(count["skipped"]),
+                         ", ".join(rules) or ("-" if not failed else "(see errors)")))
+        lines += _table(rows)
+        bad = sum(1 for i in items if i.outcome in ("failed", "error"))
+        lines.append("")
+        lines.append(f"result: {'FAIL' if bad else 'PASS'} "
+                     f"({len(items) - bad} of {len(items)} tests passed or skipped)")
+        out.append(lines)
+    return out
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*rows[0]).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += [fmt.format(*r).rstrip() for r in rows[1:]]
+    return lines
+
+
+__all__ = [
+    "parse_pairs",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_logreport",
+    "pytest_sessionfinish",
+    "pytest_sessionstart",
+    "pytest_terminal_summary",
+    "summary_lines",
+]

@@ -22,6 +22,7 @@ bit 5 control, bit 6 delete horizon set. Each record is::
 
 from __future__ import annotations
 
+import itertools
 import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -436,7 +437,7 @@ def build_batch(
     stamps = [now if r.timestamp is None else int(r.timestamp) for r in recs]
     base_ts = stamps[0]
     deltas = list(offset_deltas) if offset_deltas is not None else list(range(len(recs)))
-    if len(deltas) != len(recs) or any(b <= a for a, b in zip(deltas, deltas[1:], strict=False)):
+    if len(deltas) != len(recs) or any(b <= a for a, b in itertools.pairwise(deltas)):
         raise ValueError("offset deltas must be strictly increasing, one per record")
     body = bytearray()
     for rec, ts, delta in zip(recs, stamps, deltas, strict=True):

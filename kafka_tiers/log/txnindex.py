@@ -51,7 +51,7 @@ class TransactionIndex:
                 data = b""
             entries = []
             for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
-                version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
+                _version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
                 entries.append(AbortedTxn(pid, first, last, lso))
             self._entries = entries
             self._length = len(data)

@@ -80,7 +80,8 @@ def validate_placement(
     The rules: exactly ``spec.num_partitions`` replica lists; each exactly
     ``spec.replication_factor`` distinct int broker ids; every id registered and, when
     ``broker_ids`` is given, in that subset; the first (the leader) unfenced; fenced followers only
-    when fewer unfenced brokers are available than the replication factor.
+    when fewer unfenced brokers are available than the replication factor, and then no more than
+    the shortfall (``RF - #unfenced available``).
 
     Args:
         result: what the placer returned (``None`` is refused here; deferring is the caller's).
@@ -133,14 +134,20 @@ def validate_placement(
                 raise fail(f"broker {r} is outside the allowed brokers (replicas {reps})", i)
         if cluster.broker(reps[0]).fenced:
             raise fail(f"leader {reps[0]} is fenced (replicas {reps})", i)
-        if not fenced_allowed:
-            fenced = [r for r in reps[1:] if cluster.broker(r).fenced]
-            if fenced:
-                raise fail(
-                    f"fenced followers {fenced} although {unfenced_available} unfenced brokers "
-                    f"were available for replication factor {spec.replication_factor}",
-                    i,
-                )
+        fenced = [r for r in reps[1:] if cluster.broker(r).fenced]
+        if fenced and not fenced_allowed:
+            raise fail(
+                f"fenced followers {fenced} although {unfenced_available} unfenced brokers "
+                f"were available for replication factor {spec.replication_factor}",
+                i,
+            )
+        if fenced and len(fenced) > spec.replication_factor - unfenced_available:
+            raise fail(
+                f"{len(fenced)} fenced followers {fenced} where "
+                f"{spec.replication_factor - unfenced_available} would do: every one of the "
+                f"{unfenced_available} unfenced brokers must be used first",
+                i,
+            )
         out.append(reps)
     return out
 

@@ -1,0 +1,1096 @@
+"""The object-store level: implement four small operations, inherit the whole storage contract.
+
+An object-store backend (a directory tree, S3, Azure Blob, HDFS, a database) implements
+:class:`ObjectStore`:
+
+- ``put(key, data, length)``: store a stream under a key (atomically: readers see the old
+  object, no object, or the whole new one);
+- ``get(key, byte_range)``: open a stream of an object, or of an inclusive byte range of it;
+- ``delete_many(keys)``: delete a batch of keys, missing ones ignored;
+- ``list(prefix)``: every object whose key starts with a prefix (paginating internally).
+
+Stores with multi-part uploads subclass :class:`MultipartObjectStore` instead and implement the
+part operations; its ``put`` does the splitting and aborts a failed upload. A store translates
+its own exceptions with :meth:`ObjectStore.translate_error`.
+
+:class:`ObjectStoreRemoteStorageManager` then implements :class:`RemoteStorageManager` on top:
+
+Key layout
+    ``<prefix>/<topic>-<partition>/<20-digit start offset>-<segment id>.<kind>`` where kind is
+    ``log``, ``index``, ``timeindex``, ``snapshot``, ``txnindex``,
+    ``leader-epoch-checkpoint`` or ``manifest`` (``<prefix>/`` is absent when the prefix is
+    empty). Topic names must be legal Kafka topic names (``[A-Za-z0-9._-]``, at most 249).
+
+Commit protocol
+    A copy first deletes any manifest of the same segment id (so an earlier attempt stops being
+    visible), writes the data and index objects, and writes the manifest last. A segment exists
+    for readers only once its manifest does. When any step fails, everything the attempt wrote
+    is deleted (best effort; what cannot be deleted is unreferenced garbage that
+    :meth:`ObjectStoreRemoteStorageManager.collect_orphans` removes later). A delete removes the
+    manifest first, then the data.
+
+Manifest
+    A small JSON object, ``"format_version": 1``, holding the full segment metadata (state
+    ``COPY_SEGMENT_FINISHED``, custom metadata base64), the object list (kind, name, size,
+    sha256) and a commit sequence. A manifest with another ``format_version`` raises
+    :class:`~kafka_tiers.api.ManifestError`: a newer writer needs a newer reader.
+
+Listing
+    From the manifests only. When several manifests share a start offset (a copy retried with a
+    new segment id), the one with the highest commit sequence (nanoseconds since the epoch,
+    strictly increasing within a process) is listed; the others stay readable by their own
+    metadata until deleted, and are garbage for ``collect_orphans`` once older than its age.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, BinaryIO, ClassVar
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.errors import (
+    InvalidRangeError,
+    KafkaTiersError,
+    ManifestError,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    RetriableRemoteStorageError,
+)
+from kafka_tiers.api.storage import (
+    MAX_POSITION,
+    IndexType,
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemoteStorageManager,
+    StorageCapability,
+)
+
+log = logging.getLogger(__name__)
+
+#: The manifest format this code writes and reads.
+MANIFEST_FORMAT_VERSION = 1
+
+_COPY_CHUNK = 1 << 20
+
+
+# --------------------------------------------------------------------------------------------
+# Value types
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """An inclusive range of byte positions ``first..last`` inside an object.
+
+    Raises:
+        ValueError: ``first`` negative or ``last < first``.
+    """
+
+    first: int
+    last: int
+
+    def __post_init__(self) -> None:
+        if self.first < 0 or self.last < self.first:
+            raise ValueError(f"invalid byte range {self.first}..{self.last}")
+
+    @property
+    def size(self) -> int:
+        """How many bytes the range covers."""
+        return self.last - self.first + 1
+
+    def __str__(self) -> str:
+        return f"bytes={self.first}-{self.last}"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """One object found by :meth:`ObjectStore.list`.
+
+    Attributes:
+        key: the object's full key.
+        size: its size in bytes.
+        last_modified_ms: when it was last written (epoch milliseconds).
+    """
+
+    key: str
+    size: int
+    last_modified_ms: int
+
+
+class ObjectKind(Enum):
+    """The objects of one segment; the value is the key suffix after the dot."""
+
+    LOG = "log"
+    OFFSET_INDEX = "index"
+    TIME_INDEX = "timeindex"
+    PRODUCER_SNAPSHOT = "snapshot"
+    TRANSACTION_INDEX = "txnindex"
+    LEADER_EPOCH = "leader-epoch-checkpoint"
+    MANIFEST = "manifest"
+
+
+#: The object kind holding each index type.
+INDEX_KINDS: Mapping[IndexType, ObjectKind] = {
+    IndexType.OFFSET: ObjectKind.OFFSET_INDEX,
+    IndexType.TIMESTAMP: ObjectKind.TIME_INDEX,
+    IndexType.PRODUCER_SNAPSHOT: ObjectKind.PRODUCER_SNAPSHOT,
+    IndexType.TRANSACTION: ObjectKind.TRANSACTION_INDEX,
+    IndexType.LEADER_EPOCH: ObjectKind.LEADER_EPOCH,
+}
+
+_KINDS_BY_SUFFIX = {k.value: k for k in ObjectKind}
+
+
+# --------------------------------------------------------------------------------------------
+# Key layout
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_KEY_PART = re.compile(r"[A-Za-z0-9._=+,@~-]+")
+_SEGMENT_NAME = re.compile(
+    r"(?P<offset>\d{20})-(?P<id>[A-Za-z0-9_][A-Za-z0-9_-]{0,63})\.(?P<kind>[a-z-]+)")
+
+
+def validate_key(key: str) -> str:
+    """Check that ``key`` is a safe relative object key: ``/``-separated non-empty parts of
+    ``A-Z a-z 0-9 . _ - = + , @ ~``, none of them ``.`` or ``..``, no leading or trailing
+    ``/``. Backends mapping keys to paths may rely on this, and must still check resolved paths.
+
+    Returns:
+        The key unchanged.
+
+    Raises:
+        RemoteStorageError: the key is unsafe (the message shows it).
+    """
+    if not isinstance(key, str) or not key:
+        raise RemoteStorageError(f"invalid object key {key!r}: empty")
+    for part in key.split("/"):
+        if part in ("", ".", "..") or not _KEY_PART.fullmatch(part):
+            raise RemoteStorageError(f"invalid object key {key!r}: bad part {part!r}",
+                                     resource=key)
+    return key
+
+
+def normalize_prefix(prefix: str) -> str:
+    """A key prefix without surrounding slashes, checked like a key ("" stays "").
+
+    Raises:
+        RemoteStorageError: the prefix has unsafe parts.
+    """
+    prefix = (prefix or "").strip().strip("/")
+    if prefix:
+        validate_key(prefix)
+    return prefix
+
+
+def partition_prefix(prefix: str, topic_partition: TopicPartition) -> str:
+    """``<prefix>/<topic>-<partition>/`` (with the trailing slash, so partition 1 never
+    matches partition 10).
+
+    Raises:
+        RemoteStorageError: the topic is not a legal Kafka topic name.
+    """
+    topic = topic_partition.topic
+    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+        raise RemoteStorageError(
+            f"topic {topic!r} cannot be stored: topic names must be 1-249 characters of "
+            "A-Z a-z 0-9 . _ -")
+    head = f"{prefix}/" if prefix else ""
+    return f"{head}{topic}-{topic_partition.partition}/"
+
+
+def segment_key(prefix: str, segment_id: RemoteLogSegmentId, start_offset: int,
+                kind: ObjectKind) -> str:
+    """The key of one object of a segment:
+    ``<prefix>/<topic>-<partition>/<20-digit start offset>-<segment id>.<kind>``."""
+    if start_offset < 0 or start_offset > MAX_POSITION:
+        raise RemoteStorageError(f"start offset {start_offset} out of range")
+    return (f"{partition_prefix(prefix, segment_id.topic_partition)}"
+            f"{start_offset:020d}-{segment_id.id}.{kind.value}")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedKey:
+    """A key of the segment layout, taken apart.
+
+    Attributes:
+        partition_dir: everything up to and including the ``<topic>-<partition>/``.
+        start_offset: the segment's start offset.
+        segment_id: the copy attempt's id.
+        kind: which object of the segment.
+    """
+
+    partition_dir: str
+    start_offset: int
+    segment_id: str
+    kind: ObjectKind
+
+
+def parse_segment_key(key: str) -> ParsedKey | None:
+    """Take a key of the segment layout apart; None for a key of any other shape."""
+    head, _, name = key.rpartition("/")
+    match = _SEGMENT_NAME.fullmatch(name)
+    if not match or not head:
+        return None
+    kind = _KINDS_BY_SUFFIX.get(match["kind"])
+    if kind is None:
+        return None
+    return ParsedKey(head + "/", int(match["offset"]), match["id"], kind)
+
+
+# --------------------------------------------------------------------------------------------
+# Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestObject:
+    """One object a manifest lists.
+
+    Attributes:
+        kind: which object of the segment.
+        name: its key's last part (the file name next to the manifest).
+        size: its size in bytes.
+        sha256: the hex SHA-256 of its content.
+    """
+
+    kind: ObjectKind
+    name: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentManifest:
+    """The commit record of one segment copy.
+
+    Attributes:
+        metadata: the full segment metadata as listed (state ``COPY_SEGMENT_FINISHED``).
+        objects: the data and index objects of the segment.
+        commit_sequence: orders copies sharing a start offset; larger is newer.
+    """
+
+    metadata: RemoteLogSegmentMetadata
+    objects: tuple[ManifestObject, ...]
+    commit_sequence: int
+
+    def object(self, kind: ObjectKind) -> ManifestObject | None:
+        """The listed object of this kind, or None."""
+        for obj in self.objects:
+            if obj.kind is kind:
+                return obj
+        return None
+
+    def to_json(self) -> bytes:
+        """The manifest as UTF-8 JSON."""
+        md = self.metadata
+        doc = {
+            "format_version": MANIFEST_FORMAT_VERSION,
+            "segment": {
+                "topic": md.topic_partition.topic,
+                "partition": md.topic_partition.partition,
+                "id": md.segment_id,
+                "start_offset": md.start_offset,
+                "end_offset": md.end_offset,
+                "max_timestamp_ms": md.max_timestamp_ms,
+                "broker_id": md.broker_id,
+                "event_timestamp_ms": md.event_timestamp_ms,
+                "segment_size_in_bytes": md.segment_size_in_bytes,
+                "segment_leader_epochs": {str(k): v for k, v in
+                                          md.segment_leader_epochs.items()},
+                "custom_metadata": (base64.b64encode(md.custom_metadata).decode("ascii")
+                                    if md.custom_metadata is not None else None),
+                "state": md.state.value,
+            },
+            "objects": [{"kind": o.kind.value, "name": o.name, "size": o.size,
+                         "sha256": o.sha256} for o in self.objects],
+            "commit_sequence": self.commit_sequence,
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, raw: bytes, key: str | None = None) -> SegmentManifest:
+        """Read a manifest.
+
+        Raises:
+            ManifestError: not JSON, a missing or malformed field, or a ``format_version``
+                other than :data:`MANIFEST_FORMAT_VERSION` (the error carries the version).
+        """
+        where = f"manifest {key}" if key else "manifest"
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ManifestError(f"{where} is not valid JSON: {exc}", key=key) from None
+        if not isinstance(doc, dict) or "format_version" not in doc:
+            raise ManifestError(f"{where} has no format_version", key=key)
+        version = doc["format_version"]
+        if version != MANIFEST_FORMAT_VERSION or isinstance(version, bool):
+            raise ManifestError(
+                f"{where} has format_version {version!r}; this kafka-tiers reads format "
+                f"{MANIFEST_FORMAT_VERSION} only (a newer writer needs a newer kafka-tiers)",
+                key=key, format_version=version)
+        try:
+            seg = doc["segment"]
+            custom = seg["custom_metadata"]
+            metadata = RemoteLogSegmentMetadata(
+                RemoteLogSegmentId(TopicPartition(seg["topic"], seg["partition"]), seg["id"]),
+                start_offset=seg["start_offset"],
+                end_offset=seg["end_offset"],
+                max_timestamp_ms=seg["max_timestamp_ms"],
+                broker_id=seg["broker_id"],
+                event_timestamp_ms=seg["event_timestamp_ms"],
+                segment_size_in_bytes=seg["segment_size_in_bytes"],
+                segment_leader_epochs={int(k): v for k, v in
+                                       seg["segment_leader_epochs"].items()},
+                custom_metadata=(base64.b64decode(custom, validate=True)
+                                 if custom is not None else None),
+                state=RemoteLogSegmentState(seg["state"]),
+            )
+            objects = tuple(
+                ManifestObject(ObjectKind(o["kind"]), str(o["name"]), int(o["size"]),
+                               str(o["sha256"]))
+                for o in doc["objects"])
+            sequence = doc["commit_sequence"]
+            if isinstance(sequence, bool) or not isinstance(sequence, int):
+                raise ValueError("commit_sequence must be an int")
+        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
+            raise ManifestError(f"{where} is malformed: {type(exc).__name__}: {exc}",
+                                key=key, format_version=version) from None
+        return cls(metadata, objects, sequence)
+
+
+_sequence_lock = threading.Lock()
+_last_sequence = 0
+
+
+def next_commit_sequence() -> int:
+    """Nanoseconds since the epoch, strictly increasing within this process."""
+    global _last_sequence
+    with _sequence_lock:
+        _last_sequence = max(time.time_ns(), _last_sequence + 1)
+        return _last_sequence
+
+
+# --------------------------------------------------------------------------------------------
+# The backend interface
+
+
+class ObjectStore(ABC):
+    """A flat key -> bytes store: the small interface an object-store backend implements.
+
+    Keys are checked with :func:`validate_key` by the caller before they reach the store.
+    Every method may raise the backend's own exceptions; :meth:`translate_error` turns them
+    into kafka-tiers errors (the defaults map ``FileNotFoundError`` to not-found, timeouts
+    and connection errors to retriable).
+
+    Class attributes:
+        max_delete_batch: the most keys one :meth:`delete_many` call receives (S3: 1000).
+    """
+
+    max_delete_batch: ClassVar[int] = 1000
+
+    @abstractmethod
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        """Store everything ``data`` yields under ``key``, replacing any object there.
+
+        Must be atomic: readers see the previous object, no object, or the whole new one,
+        never part of it. Must not close ``data``.
+
+        Args:
+            key: the object key.
+            data: a binary stream, read to its end.
+            length: the number of bytes ``data`` will yield when known (for a Content-Length),
+                or None.
+
+        Returns:
+            The number of bytes stored.
+        """
+
+    @abstractmethod
+    def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
+        """Open an object, whole or the inclusive ``byte_range`` of it.
+
+        The caller guarantees that ``byte_range`` lies within the object and closes the
+        returned stream.
+
+        Raises:
+            RemoteResourceNotFoundError (or a backend error :meth:`translate_error` maps to
+            it): there is no object under ``key``.
+        """
+
+    @abstractmethod
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Delete these keys (at most :attr:`max_delete_batch`); missing keys are ignored."""
+
+    @abstractmethod
+    def list(self, prefix: str) -> Iterable[ObjectInfo]:
+        """Every object whose key starts with ``prefix`` (a string prefix: ``"a/b"`` matches
+        ``"a/bc"``), in any order; paginate internally."""
+
+    def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
+        """Map a backend exception to a kafka-tiers error, or None for the default mapping.
+
+        Override to recognise your client's errors (an HTTP 404 is
+        :class:`RemoteResourceNotFoundError`, a 503 or throttling is
+        :class:`RetriableRemoteStorageError`). Never put credentials in the message.
+        """
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional, with a do-nothing default
+        """Release connections and handles. Safe to call more than once."""
+
+
+class MultipartObjectStore(ObjectStore):
+    """An object store with multi-part uploads (S3 multipart, Azure block lists).
+
+    Implement the five part operations; :meth:`put` sends objects of up to :attr:`part_size`
+    bytes with :meth:`put_object` and larger ones in parts, aborting the upload when anything
+    fails (so no partial object and no dangling upload remain). It holds at most two parts in
+    memory.
+
+    Attributes:
+        part_size: bytes per part (S3 requires at least 5 MiB for all parts but the last).
+    """
+
+    part_size: int = 8 * 1024 * 1024
+
+    @abstractmethod
+    def put_object(self, key: str, data: bytes) -> None:
+        """Store a small object in one request."""
+
+    @abstractmethod
+    def create_multipart_upload(self, key: str) -> str:
+        """Start a multi-part upload; returns its upload id."""
+
+    @abstractmethod
+    def upload_part(self, key: str, upload_id: str, part_number: int, data: bytes) -> str:
+        """Upload part ``part_number`` (1-based); returns the part's tag (ETag, block id)."""
+
+    @abstractmethod
+    def complete_multipart_upload(self, key: str, upload_id: str, parts: Sequence[str]) -> None:
+        """Make the object from these part tags, in order (atomically)."""
+
+    @abstractmethod
+    def abort_multipart_upload(self, key: str, upload_id: str) -> None:
+        """Drop an unfinished upload and its parts."""
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        size = self.part_size
+        if size <= 0:
+            raise RemoteStorageError(f"part_size must be > 0, got {size}")
+        first = _read_exact(data, size)
+        second = _read_exact(data, size) if len(first) == size else b""
+        if not second:
+            self.put_object(key, first)
+            return len(first)
+        upload_id = self.create_multipart_upload(key)
+        try:
+            tags = [self.upload_part(key, upload_id, 1, first)]
+            total = len(first)
+            chunk = second
+            while chunk:
+                tags.append(self.upload_part(key, upload_id, len(tags) + 1, chunk))
+                total += len(chunk)
+                chunk = _read_exact(data, size)
+            self.complete_multipart_upload(key, upload_id, tags)
+            return total
+        except BaseException:
+            try:
+                self.abort_multipart_upload(key, upload_id)
+            except Exception:  # the original failure matters; the upload expires anyway
+                log.warning("could not abort multi-part upload of %s", key, exc_info=True)
+            raise
+
+
+def _read_exact(stream: BinaryIO, size: int) -> bytes:
+    parts: list[bytes] = []
+    remaining = size
+    while remaining > 0:
+        chunk = stream.read(remaining)
+        if not chunk:
+            break
+        parts.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Streams
+
+
+class _LocalReadError(Exception):
+    """Reading the broker's local segment file failed (not the remote tier's fault)."""
+
+    def __init__(self, path: str, cause: OSError) -> None:
+        super().__init__(f"cannot read local file {path}: {cause.strerror or cause}")
+        self.cause = cause
+
+
+class _HashingReader(io.RawIOBase):
+    """Reads at most ``limit`` bytes of a local source, hashing and counting them."""
+
+    def __init__(self, source: BinaryIO, name: str, limit: int | None) -> None:
+        self._source = source
+        self._name = name
+        self._remaining = limit
+        self.digest = hashlib.sha256()
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        want = len(view) if self._remaining is None else min(len(view), self._remaining)
+        if want == 0:
+            return 0
+        try:
+            chunk = self._source.read(want)
+        except OSError as exc:
+            raise _LocalReadError(self._name, exc) from None
+        n = len(chunk)
+        view[:n] = chunk
+        self.digest.update(chunk)
+        self.count += n
+        if self._remaining is not None:
+            self._remaining -= n
+        return n
+
+
+class _ManagedStream(io.RawIOBase):
+    """A stream handed to the caller: reads from a store stream, translating its errors, and
+    closes it when closed."""
+
+    def __init__(self, inner: BinaryIO, translate: Callable[[BaseException], BaseException],
+                 expected: int) -> None:
+        self._inner: BinaryIO | None = inner
+        self._translate = translate
+        self._remaining = expected
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._inner is None:
+            raise ValueError("read from a closed stream")
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._remaining)
+        if want == 0:
+            return 0
+        try:
+            chunk = self._inner.read(want)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        n = len(chunk)
+        view[:n] = chunk
+        self._remaining -= n
+        if n == 0 and self._remaining > 0:
+            raise RemoteStorageError(f"object ended {self._remaining} bytes early")
+        return n
+
+    def close(self) -> None:
+        inner, self._inner = self._inner, None
+        try:
+            if inner is not None:
+                inner.close()
+        finally:
+            super().close()
+
+
+def _managed(inner: BinaryIO, translate: Callable[[BaseException], BaseException],
+             expected: int) -> BinaryIO:
+    return io.BufferedReader(_ManagedStream(inner, translate, expected),
+                             buffer_size=_COPY_CHUNK)  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# The storage manager built on a store
+
+
+def default_translate(exc: BaseException, key: str | None) -> RemoteStorageError:
+    """The default mapping of a foreign exception: ``FileNotFoundError`` -> not found,
+    timeouts and connection errors -> retriable, anything else -> :class:`RemoteStorageError`.
+    The message names the exception type and the key, never credentials."""
+    where = f" ({key})" if key else ""
+    text = f"{type(exc).__name__}: {exc}{where}"
+    if isinstance(exc, FileNotFoundError):
+        return RemoteResourceNotFoundError(f"not found{where}", resource=key)
+    if isinstance(exc, TimeoutError | ConnectionError | InterruptedError):
+        return RetriableRemoteStorageError(text, resource=key)
+    return RemoteStorageError(text, resource=key, retriable=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    kind: ObjectKind
+    path: str | None
+    content: bytes | None
+
+
+class ObjectStoreRemoteStorageManager(RemoteStorageManager):
+    """The whole :class:`RemoteStorageManager` contract on top of an :class:`ObjectStore`.
+
+    Subclass it, implement :meth:`create_object_store`, register the subclass as an entry point
+    in ``kafka_tiers.remote_storage``. See the module docstring for the key layout, the
+    commit protocol, the manifest and listing rules.
+
+    Config keys (besides the store's own, which :meth:`create_object_store` reads):
+        ``key.prefix``: prepended to every key (default empty).
+    """
+
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({
+        StorageCapability.FAULT_INJECTION, StorageCapability.ORPHAN_COLLECTION,
+        StorageCapability.LARGE_SEGMENTS,
+    })
+
+    def __init__(self) -> None:
+        self._store: ObjectStore | None = None
+        self._prefix = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def create_object_store(self, config: Mapping[str, str]) -> ObjectStore:
+        """Build the object store from the plugin's config (all keys, ``key.prefix``
+        included). Raise :class:`~kafka_tiers.api.ConfigError` for a bad value."""
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        """Read ``key.prefix`` and build the store with :meth:`create_object_store`.
+
+        Raises:
+            ConfigError: a bad value (from the store or an unsafe prefix).
+        """
+        from kafka_tiers.api.errors import ConfigError
+
+        try:
+            self._prefix = normalize_prefix(config.get("key.prefix", ""))
+        except RemoteStorageError as exc:
+            raise ConfigError(str(exc), key="key.prefix",
+                              expected="/-separated parts of A-Z a-z 0-9 . _ - = + , @ ~"
+                              ) from None
+        self._store = self.create_object_store(config)
+
+    def close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    @property
+    def object_store(self) -> ObjectStore:
+        """The store in use.
+
+        Raises:
+            RemoteStorageError: :meth:`configure` has not been called (or after close).
+        """
+        if self._store is None:
+            raise RemoteStorageError(f"{type(self).__name__} is not configured (or closed)")
+        return self._store
+
+    @property
+    def key_prefix(self) -> str:
+        """The configured ``key.prefix`` without surrounding slashes."""
+        return self._prefix
+
+    def wrap_object_store(self, wrapper: Callable[[ObjectStore], ObjectStore]) -> None:
+        """Replace the store with ``wrapper(store)``: for instrumentation and fault injection
+        (the conformance suite wraps stores to fail after N bytes and to count open
+        streams)."""
+        self._store = wrapper(self.object_store)
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _translate(self, exc: BaseException, key: str | None,
+                   segment_id: str | None) -> RemoteStorageError:
+        if isinstance(exc, RemoteStorageError):
+            err = exc
+        elif isinstance(exc, KafkaTiersError):
+            err = RemoteStorageError(f"{type(exc).__name__}: {exc}", resource=key)
+        else:
+            err = self.object_store.translate_error(exc, key) or default_translate(exc, key)
+        if err.segment_id is None:
+            err.segment_id = segment_id
+        return err
+
+    def _call(self, fn: Callable[..., Any], *args: Any, key: str | None = None,
+              segment_id: str | None = None) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise self._translate(exc, key, segment_id) from exc
+
+    def _key(self, segment_id: RemoteLogSegmentId, start_offset: int, kind: ObjectKind) -> str:
+        return validate_key(segment_key(self._prefix, segment_id, start_offset, kind))
+
+    def _all_keys(self, md: RemoteLogSegmentMetadata) -> dict[ObjectKind, str]:
+        return {k: self._key(md.remote_log_segment_id, md.start_offset, k) for k in ObjectKind}
+
+    def _delete(self, keys: Sequence[str], segment_id: str | None = None) -> None:
+        store = self.object_store
+        batch = max(1, int(store.max_delete_batch))
+        for i in range(0, len(keys), batch):
+            chunk = list(keys[i:i + batch])
+            self._call(store.delete_many, chunk, key=chunk[0], segment_id=segment_id)
+
+    def _read_all(self, key: str, segment_id: str | None) -> bytes:
+        stream = self._call(self.object_store.get, key, None, key=key, segment_id=segment_id)
+        try:
+            return self._call(stream.read, key=key, segment_id=segment_id)
+        finally:
+            stream.close()
+
+    def _put_source(self, key: str, source: _Source, segment_id: str) -> tuple[int, str]:
+        if source.content is not None:
+            data = source.content
+            self._call(self.object_store.put, key, io.BytesIO(data), len(data), key=key,
+                       segment_id=segment_id)
+            return len(data), hashlib.sha256(data).hexdigest()
+        assert source.path is not None
+        try:
+            fh = open(source.path, "rb")  # noqa: SIM115 - closed in the finally below
+            length = _file_size(fh)
+        except OSError as exc:
+            raise RemoteStorageError(
+                f"cannot read local file {source.path}: {exc.strerror or exc}",
+                segment_id=segment_id, retriable=False) from None
+        try:
+            reader = _HashingReader(fh, source.path, length)
+            buffered = io.BufferedReader(reader, buffer_size=_COPY_CHUNK)
+            try:
+                stored = self._call(self.object_store.put, key, buffered, length, key=key,
+                                    segment_id=segment_id)
+            except RemoteStorageError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, _LocalReadError):
+                    raise RemoteStorageError(str(cause), segment_id=segment_id,
+                                             retriable=False) from None
+                raise
+            if reader.count != length or (isinstance(stored, int) and stored != length):
+                raise RemoteStorageError(
+                    f"stored {stored} of {length} bytes of {source.path} under {key}",
+                    segment_id=segment_id, resource=key)
+            return length, reader.digest.hexdigest()
+        finally:
+            fh.close()
+
+    def read_manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest:
+        """The manifest of a segment.
+
+        Raises:
+            RemoteResourceNotFoundError: the segment has no manifest (never copied, failed
+                copy, deleted).
+            ManifestError: the manifest is unreadable or of an unknown format version.
+        """
+        key = self._key(metadata.remote_log_segment_id, metadata.start_offset,
+                        ObjectKind.MANIFEST)
+        try:
+            raw = self._read_all(key, metadata.segment_id)
+        except RemoteResourceNotFoundError:
+            raise RemoteResourceNotFoundError(
+                f"segment {metadata.remote_log_segment_id} (start offset "
+                f"{metadata.start_offset}) is not in the remote tier",
+                segment_id=metadata.segment_id, resource="segment") from None
+        manifest = SegmentManifest.from_json(raw, key)
+        if manifest.metadata.remote_log_segment_id != metadata.remote_log_segment_id:
+            raise ManifestError(f"manifest {key} describes segment "
+                                f"{manifest.metadata.remote_log_segment_id}", key=key,
+                                segment_id=metadata.segment_id)
+        return manifest
+
+    def custom_metadata_for(self, manifest_objects: Sequence[ManifestObject]) -> bytes | None:
+        """The custom metadata bytes a copy returns (and stores in the manifest): by default a
+        compact JSON ``{"v":1,"objects":N,"bytes":TOTAL}``, well under Kafka's 128-byte
+        default limit. Override to return something else, or None."""
+        total = sum(o.size for o in manifest_objects)
+        return json.dumps({"v": 1, "objects": len(manifest_objects), "bytes": total},
+                          separators=(",", ":")).encode("ascii")
+
+    # -- the contract ------------------------------------------------------------------------
+
+    def copy_log_segment_data(
+        self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData
+    ) -> bytes | None:
+        sid = metadata.segment_id
+        keys = self._all_keys(metadata)
+        sources = [
+            _Source(ObjectKind.LOG, str(data.log_segment), None),
+            _Source(ObjectKind.OFFSET_INDEX, str(data.offset_index), None),
+            _Source(ObjectKind.TIME_INDEX, str(data.time_index), None),
+            _Source(ObjectKind.PRODUCER_SNAPSHOT, str(data.producer_snapshot_index), None),
+            _Source(ObjectKind.LEADER_EPOCH, None, data.leader_epoch_index),
+        ]
+        if data.transaction_index is not None:
+            sources.append(_Source(ObjectKind.TRANSACTION_INDEX, str(data.transaction_index),
+                                   None))
+        try:
+            # An earlier attempt with this id stops being visible before anything changes.
+            self._delete([keys[ObjectKind.MANIFEST]], sid)
+            if data.transaction_index is None:
+                self._delete([keys[ObjectKind.TRANSACTION_INDEX]], sid)
+            objects: list[ManifestObject] = []
+            for source in sources:
+                key = keys[source.kind]
+                size, digest = self._put_source(key, source, sid)
+                objects.append(ManifestObject(source.kind, key.rpartition("/")[2], size,
+                                              digest))
+            custom = self.custom_metadata_for(objects)
+            final = metadata.with_custom_metadata(custom).with_state(
+                RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
+            manifest = SegmentManifest(final, tuple(objects), next_commit_sequence())
+            raw = manifest.to_json()
+            mkey = keys[ObjectKind.MANIFEST]
+            self._call(self.object_store.put, mkey, io.BytesIO(raw), len(raw), key=mkey,
+                       segment_id=sid)
+        except BaseException as exc:
+            self._cleanup_failed_copy(keys, sid)
+            if isinstance(exc, RemoteStorageError):
+                raise
+            if isinstance(exc, Exception):
+                raise self._translate(exc, None, sid) from exc
+            raise
+        log.debug("copied segment %s (%d objects)", metadata.remote_log_segment_id,
+                  len(objects))
+        return custom
+
+    def _cleanup_failed_copy(self, keys: Mapping[ObjectKind, str], sid: str) -> None:
+        ordered = [keys[ObjectKind.MANIFEST]] + [k for kind, k in keys.items()
+                                                 if kind is not ObjectKind.MANIFEST]
+        try:
+            self._delete(ordered[:1], sid)
+            self._delete(ordered[1:], sid)
+        except Exception:  # the objects become garbage for collect_orphans
+            log.warning("could not clean up the failed copy of segment %s; its objects are "
+                        "left for orphan collection", sid, exc_info=True)
+
+    def fetch_log_segment(
+        self, metadata: RemoteLogSegmentMetadata, start_position: int,
+        end_position: int | None = None,
+    ) -> BinaryIO:
+        check_range(start_position, end_position, segment_id=metadata.segment_id)
+        manifest = self.read_manifest(metadata)
+        obj = manifest.object(ObjectKind.LOG)
+        if obj is None:
+            raise ManifestError(f"manifest of {metadata.remote_log_segment_id} lists no log",
+                                segment_id=metadata.segment_id)
+        size = obj.size
+        if size == 0 and start_position == 0:
+            return io.BytesIO(b"")  # type: ignore[return-value]
+        if start_position > size - 1:
+            raise InvalidRangeError(
+                f"start position {start_position} is beyond the last byte of segment "
+                f"{metadata.remote_log_segment_id} (size {size})",
+                start=start_position, end=end_position, size=size,
+                segment_id=metadata.segment_id)
+        last = size - 1 if end_position is None else min(end_position, size - 1)
+        key = self._key(metadata.remote_log_segment_id, metadata.start_offset, ObjectKind.LOG)
+        return self._open(key, ByteRange(start_position, last), size, metadata.segment_id)
+
+    def _open(self, key: str, byte_range: ByteRange | None, size: int,
+              segment_id: str) -> BinaryIO:
+        whole = byte_range is None or (byte_range.first == 0 and byte_range.last == size - 1)
+        stream = self._call(self.object_store.get, key, None if whole else byte_range,
+                            key=key, segment_id=segment_id)
+        expected = size if byte_range is None else byte_range.size
+        return _managed(stream, lambda exc: self._translate(exc, key, segment_id), expected)
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> BinaryIO:
+        if not isinstance(index_type, IndexType):
+            raise RemoteStorageError(f"unknown index type {index_type!r}",
+                                     segment_id=metadata.segment_id)
+        manifest = self.read_manifest(metadata)
+        kind = INDEX_KINDS[index_type]
+        obj = manifest.object(kind)
+        if obj is None:
+            raise RemoteResourceNotFoundError(
+                f"segment {metadata.remote_log_segment_id} has no {index_type.name} index",
+                segment_id=metadata.segment_id, resource=f"index {index_type.name}")
+        if obj.size == 0:
+            return io.BytesIO(b"")  # type: ignore[return-value]
+        key = self._key(metadata.remote_log_segment_id, metadata.start_offset, kind)
+        return self._open(key, None, obj.size, metadata.segment_id)
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        keys = self._all_keys(metadata)
+        sid = metadata.segment_id
+        self._delete([keys[ObjectKind.MANIFEST]], sid)
+        self._delete([k for kind, k in keys.items() if kind is not ObjectKind.MANIFEST], sid)
+
+    def _manifests(self, prefix: str, min_base_offset: int = 0
+                   ) -> list[tuple[ParsedKey, SegmentManifest, ObjectInfo]]:
+        found = []
+        for info in self._call(lambda: list(self.object_store.list(prefix)), key=prefix):
+            parsed = parse_segment_key(info.key)
+            if (parsed is None or parsed.kind is not ObjectKind.MANIFEST
+                    or parsed.start_offset < min_base_offset):
+                continue
+            try:
+                raw = self._read_all(info.key, parsed.segment_id)
+            except RemoteResourceNotFoundError:
+                continue  # deleted since the listing
+            found.append((parsed, SegmentManifest.from_json(raw, info.key), info))
+        return found
+
+    @staticmethod
+    def _newest(manifests: Iterable[tuple[ParsedKey, SegmentManifest, ObjectInfo]]
+                ) -> dict[tuple[str, int], tuple[ParsedKey, SegmentManifest, ObjectInfo]]:
+        best: dict[tuple[str, int], tuple[ParsedKey, SegmentManifest, ObjectInfo]] = {}
+        for entry in manifests:
+            parsed, manifest, _ = entry
+            slot = (parsed.partition_dir, parsed.start_offset)
+            current = best.get(slot)
+            if current is None or (manifest.commit_sequence, parsed.segment_id) > (
+                    current[1].commit_sequence, current[0].segment_id):
+                best[slot] = entry
+        return best
+
+    def list_remote_segments(
+        self, topic_partition: TopicPartition, min_base_offset: int = 0
+    ) -> list[RemoteLogSegmentMetadata]:
+        prefix = partition_prefix(self._prefix, topic_partition)
+        newest = self._newest(self._manifests(prefix, min_base_offset))
+        result = []
+        for _, manifest, info in newest.values():
+            if manifest.metadata.topic_partition != topic_partition:
+                raise ManifestError(f"manifest {info.key} describes "
+                                    f"{manifest.metadata.topic_partition}", key=info.key)
+            result.append(manifest.metadata)
+        result.sort(key=lambda m: (m.start_offset, m.segment_id))
+        return result
+
+    def delete_topic_partition(self, topic_partition: TopicPartition) -> None:
+        prefix = partition_prefix(self._prefix, topic_partition)
+        keys = sorted(info.key for info in
+                      self._call(lambda: list(self.object_store.list(prefix)), key=prefix))
+        manifests = [k for k in keys if k.endswith("." + ObjectKind.MANIFEST.value)]
+        self._delete(manifests)
+        self._delete([k for k in keys if k not in set(manifests)])
+
+    def collect_orphans(self, min_age_ms: int, topic_partition: TopicPartition | None = None,
+                        *, now_ms: int | None = None, dry_run: bool = False) -> list[str]:
+        """Delete the garbage of the remote tier and return its keys, sorted.
+
+        Garbage is every object of the segment layout that no manifest references (left by a
+        copy that failed and could not clean up, or by a crash), and every segment superseded
+        by a newer copy of the same start offset (manifest first). Only garbage last modified
+        at least ``min_age_ms`` ago is touched: the broker passes the remote retention time,
+        so a copy in progress is never collected. Objects that do not follow the layout are
+        never touched.
+
+        Args:
+            min_age_ms: the minimum age of what is deleted.
+            topic_partition: only this partition (default: everything under ``key.prefix``).
+            now_ms: the current time (default: the clock).
+            dry_run: list without deleting.
+
+        Raises:
+            RemoteStorageError: listing or deleting failed (repeat the call).
+        """
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now - min_age_ms
+        if topic_partition is not None:
+            prefix = partition_prefix(self._prefix, topic_partition)
+        else:
+            prefix = f"{self._prefix}/" if self._prefix else ""
+        infos = self._call(lambda: list(self.object_store.list(prefix)), key=prefix or None)
+        groups: dict[tuple[str, int, str], list[tuple[ParsedKey, ObjectInfo]]] = {}
+        for info in infos:
+            parsed = parse_segment_key(info.key)
+            if parsed is not None:
+                slot = (parsed.partition_dir, parsed.start_offset, parsed.segment_id)
+                groups.setdefault(slot, []).append((parsed, info))
+        manifests = []
+        for members in groups.values():
+            for parsed, info in members:
+                if parsed.kind is ObjectKind.MANIFEST:
+                    try:
+                        raw = self._read_all(info.key, parsed.segment_id)
+                    except RemoteResourceNotFoundError:
+                        continue
+                    manifests.append((parsed, SegmentManifest.from_json(raw, info.key), info))
+        newest = {(p.partition_dir, p.start_offset, p.segment_id)
+                  for p, _, _ in self._newest(manifests).values()}
+        committed = {(p.partition_dir, p.start_offset, p.segment_id) for p, _, _ in manifests}
+        first: list[str] = []
+        rest: list[str] = []
+        for slot, members in groups.items():
+            if slot in newest:
+                continue
+            if slot in committed:  # superseded: all of it, once its manifest is old enough
+                mtime = max(i.last_modified_ms for p, i in members
+                            if p.kind is ObjectKind.MANIFEST)
+                if mtime <= cutoff:
+                    first += [i.key for p, i in members if p.kind is ObjectKind.MANIFEST]
+                    rest += [i.key for p, i in members if p.kind is not ObjectKind.MANIFEST]
+            else:
+                rest += [i.key for _, i in members if i.last_modified_ms <= cutoff]
+        if not dry_run:
+            self._delete(sorted(first))
+            self._delete(sorted(rest))
+        if first or rest:
+            log.info("collected %d orphaned objects under %r", len(first) + len(rest),
+                     prefix)
+        return sorted(first + rest)
+
+
+def check_range(start_position: int, end_position: int | None,
+                segment_id: str | None = None) -> None:
+    """Check a fetch range that does not depend on the segment's size.
+
+    Raises:
+        InvalidRangeError: a position that is not an int, a negative start, an end before the
+            start, or a position beyond 2**63-1.
+    """
+    for name, value in (("start_position", start_position), ("end_position", end_position)):
+        if value is None and name == "end_position":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRangeError(f"{name} must be an int, got {value!r}",
+                                    start=None, end=None, segment_id=segment_id)
+    if start_position < 0:
+        raise InvalidRangeError(f"start position {start_position} is negative",
+                                start=start_position, end=end_position, segment_id=segment_id)
+    if end_position is not None and end_position < start_position:
+        raise InvalidRangeError(
+            f"end position {end_position} is before start position {start_position}",
+            start=start_position, end=end_position, segment_id=segment_id)
+    if start_position > MAX_POSITION or (end_position or 0) > MAX_POSITION:
+        raise InvalidRangeError("positions are limited to 64 bits", start=start_position,
+                                end=end_position, segment_id=segment_id)
+
+
+def _file_size(fh: BinaryIO) -> int:
+    return os.fstat(fh.fileno()).st_size
+
+
+__all__ = [
+    "INDEX_KINDS",
+    "MANIFEST_FORMAT_VERSION",
+    "ByteRange",
+    "ManifestObject",
+    "MultipartObjectStore",
+    "ObjectInfo",
+    "ObjectKind",
+    "ObjectStore",
+    "ObjectStoreRemoteStorageManager",
+    "ParsedKey",
+    "SegmentManifest",
+    "check_range",
+    "default_translate",
+    "next_commit_sequence",
+    "normalize_prefix",
+    "parse_segment_key",
+    "partition_prefix",
+    "segment_key",
+    "validate_key",
+]

@@ -1,0 +1,147 @@
+"""``kafka-tiers place``: document 001's admin operation from the command line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from kafka_tiers.cli.output import console, emit_json
+
+
+def _broker_ids(_ctx: click.Context, _param: click.Parameter, value: str | None
+                ) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        ids = [int(p) for p in value.split(",") if p.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated broker ids, got {value!r}") from None
+    if not ids:
+        raise click.BadParameter("expected at least one broker id")
+    return ids
+
+
+@click.command()
+@click.option("--cluster", "cluster_path", required=True, type=click.Path(dir_okay=False),
+              help="cluster.json: brokers (id, rack, fenced) and optional current assignments.")
+@click.option("--partitions", type=click.IntRange(min=1), required=True,
+              help="How many partitions to place.")
+@click.option("--replication-factor", type=int, required=True, help="Replicas per partition.")
+@click.option("--placer", help="Placer entry-point name or pkg.module:Class "
+              "(default: broker.replica.placer from --config, else rack-aware).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="server.properties to take broker.replica.placer and placer.* keys from.")
+@click.option("--broker-ids", callback=_broker_ids, help="Only these brokers, e.g. 1,2,3.")
+@click.option("--force-simple", is_flag=True,
+              help="Use the rack-unaware simple placer (Kafka's --disable-rack-aware).")
+@click.option("--seed", type=int, help="placer.seed: the same seed gives the same placement.")
+@click.option("--topic", default="new-topic", show_default=True,
+              help="The topic's name. When cluster.json already assigns it, the new "
+              "partitions continue after its last one.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="json: Kafka's reassignment document.")
+@click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
+              help="Partition rows shown in the table (the figures cover all).")
+def place(cluster_path: str, partitions: int, replication_factor: int, placer: str | None,
+          config_path: str | None, broker_ids: list[int] | None, force_simple: bool,
+          seed: int | None, topic: str, fmt: str, max_rows: int) -> None:
+    """Place a topic's replicas on a cluster through a replica placer.
+
+    Prints the placement as a table (replicas and leaders per broker, per rack and per level
+    of a rack tree, and each partition's spread) or, with --format json, as Kafka's
+    reassignment document, ready for `kafka-tiers reassign` or kafka-reassign-partitions.
+
+    \b
+    Examples:
+      kafka-tiers place --cluster cluster.json --partitions 12 --replication-factor 3
+      kafka-tiers place --cluster cluster.json --partitions 6 --replication-factor 3 \\
+          --placer multi-level-rack --seed 7 --topic orders --format json > plan.json
+    """
+    from kafka_tiers.cluster_file import load_cluster, reassignment_json
+    from kafka_tiers.config import BrokerConfig
+    from kafka_tiers.core import BrokerCore
+    from kafka_tiers.log.names import validate_topic
+
+    validate_topic(topic)
+    overrides: dict[str, str] = {}
+    if placer:
+        overrides["broker.replica.placer"] = placer
+    if seed is not None:
+        overrides["placer.seed"] = str(seed)
+    cfg = (BrokerConfig.from_file(config_path, overrides) if config_path
+           else BrokerConfig(overrides))
+    cluster = load_cluster(cluster_path)
+    with BrokerCore(cfg) as core:
+        plan = core.plan_topic(cluster, topic, partitions, replication_factor,
+                               broker_ids=broker_ids, force_simple=force_simple)
+        placer_name = "simple" if force_simple else core.placer_name
+    if fmt == "json":
+        emit_json(reassignment_json(plan))
+        return
+    show_placement(plan, cluster, broker_ids, placer_name, max_rows)
+
+
+def show_placement(plan: dict[Any, list[int]], cluster: Any, broker_ids: list[int] | None,
+                   placer_name: str, max_rows: int = 40) -> None:
+    """Print a placement for people: partitions, brokers, domains per level, figures."""
+    from rich.table import Table
+
+    from kafka_tiers.placement.quality import domain_levels, placement_quality
+
+    out = console()
+    replicas_lists = list(plan.values())
+    quality = placement_quality(replicas_lists, cluster, broker_ids)
+    used = sorted(quality.broker_replicas.counts)
+    levels = domain_levels(used, cluster)
+    first = next(iter(plan))
+    title = (f"{first.topic}: {len(plan)} partitions from {first.partition}, RF "
+             f"{quality.replication_factor}, placer {placer_name}")
+
+    parts = Table(title=title, title_justify="left")
+    parts.add_column("partition", justify="right")
+    parts.add_column("replicas")
+    parts.add_column("leader", justify="right")
+    for name, _ in levels:
+        parts.add_column(f"{name} spread", justify="right")
+    for i, (tp, reps) in enumerate(plan.items()):
+        if i >= max_rows:
+            parts.add_row("...", f"{len(plan) - max_rows} more", "", *([""] * len(levels)))
+            break
+        spreads = [str(len({dom.get(r) for r in reps})) for _, dom in levels]
+        parts.add_row(str(tp.partition), ", ".join(map(str, reps)), str(reps[0]), *spreads)
+    out.print(parts)
+
+    brokers = Table(title="per broker", title_justify="left")
+    for col in ("broker", "rack", "replicas", "leaders", ""):
+        brokers.add_column(col, justify="right" if col in ("broker", "replicas", "leaders")
+                           else "left")
+    peak = max(quality.broker_replicas.counts.values(), default=0) or 1
+    for b in used:
+        info = cluster.broker(b) if b in cluster else None
+        rack = (info.rack or "-") if info else "?"
+        if info and info.fenced:
+            rack += " (fenced)"
+        n = quality.broker_replicas.counts[b]
+        brokers.add_row(str(b), rack, str(n), str(quality.broker_leaders.counts.get(b, 0)),
+                        "█" * max(1, round(20 * n / peak)) if n else "")
+    out.print(brokers)
+
+    for lv in quality.levels:
+        table = Table(title=f"per {lv.name} ({lv.domains} domains)", title_justify="left")
+        for col in ("domain", "replicas", "leaders"):
+            table.add_column(col, justify="left" if col == "domain" else "right")
+        for dom in sorted(lv.replicas.counts):
+            table.add_row(str(dom), str(lv.replicas.counts[dom]),
+                          str(lv.leaders.counts.get(dom, 0)))
+        out.print(table)
+
+    figures = Table(title="balance (max - min)", title_justify="left")
+    for col in ("scope", "what", "min", "max", "spread"):
+        figures.add_column(col)
+    for row in quality.rows():
+        figures.add_row(*row)
+    out.print(figures)
+
+
+__all__ = ["place", "show_placement"]

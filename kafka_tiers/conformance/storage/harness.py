@@ -1,0 +1,517 @@
+"""The tools of the storage conformance suite: the plugin under test, segment builders, named
+checks, and object-store wrappers that inject faults and count open streams."""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import random
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
+
+from kafka_tiers.api import (
+    ByteRange,
+    IndexType,
+    LogSegmentData,
+    ObjectInfo,
+    ObjectStore,
+    ObjectStoreRemoteStorageManager,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteStorageError,
+    RemoteStorageManager,
+    TopicPartition,
+)
+from kafka_tiers.api.objectstore import parse_segment_key
+
+# --------------------------------------------------------------------------------------------
+# Named checks
+
+
+class ConformanceFailure(AssertionError):
+    """A conformance check failed.
+
+    Attributes:
+        rule: the name of the rule the plugin broke (shown in the report).
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"[{rule}] {message}")
+        self.rule = rule
+
+
+def check(rule: str, condition: object, message: str) -> None:
+    """Fail the rule ``rule`` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise ConformanceFailure(rule, message)
+
+
+def expect_raises(rule: str, expected: type[BaseException] | tuple[type[BaseException], ...],
+                  fn: Callable[..., Any], *args: Any, **kwargs: Any) -> BaseException:
+    """Call ``fn`` and require it to raise ``expected``; returns the exception.
+
+    A return (the result is closed when it is a stream) or another exception fails ``rule``.
+    """
+    names = (expected.__name__ if isinstance(expected, type)
+             else " or ".join(e.__name__ for e in expected))
+    try:
+        result = fn(*args, **kwargs)
+    except expected as exc:
+        return exc
+    except Exception as exc:
+        raise ConformanceFailure(
+            rule, f"{getattr(fn, '__name__', fn)} raised {type(exc).__name__}: {exc}; "
+            f"expected {names}") from exc
+    close = getattr(result, "close", None)
+    if callable(close):
+        close()
+    raise ConformanceFailure(rule, f"{getattr(fn, '__name__', fn)} returned "
+                             f"{type(result).__name__}; expected it to raise {names}")
+
+
+def read_all(stream: BinaryIO) -> bytes:
+    """Read a stream to its end and close it."""
+    with stream:
+        chunks = []
+        while True:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+_CURRENT = threading.local()
+
+
+def _record_failed_rule(rule: str) -> None:
+    node = getattr(_CURRENT, "node", None)
+    if node is not None:
+        node.user_properties.append(("kt_failed_rules", rule))
+
+
+def storage_test(rule: str, *, requires: Sequence[str] = ()) -> Callable[[Any], Any]:
+    """Mark a suite test: the rule it checks (named in the report when it fails) and the
+    capabilities it needs (it is skipped, with the reason, when one is off)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except ConformanceFailure as exc:
+                _record_failed_rule(exc.rule)
+                raise
+            except Exception:  # pytest's skip/xfail outcomes are BaseExceptions: not here
+                _record_failed_rule(rule)
+                raise
+
+        wrapper._kt_rule = rule  # type: ignore[attr-defined]
+        wrapper._kt_requires = tuple(requires)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+# --------------------------------------------------------------------------------------------
+# The plugin under test
+
+
+@dataclass
+class StorageTarget:
+    """How to make the storage plugin under test.
+
+    Every :meth:`create` returns a new configured instance over the same remote root.
+    :meth:`with_fresh_root` gives a target over a new, empty root: a random ``key.prefix``
+    under the configured one for object-store plugins, and a new temporary directory for every
+    config value containing ``{tmp}``.
+
+    Attributes:
+        plugin_class: the plugin's class.
+        config: its configuration (the keys under ``rsm.config.``, prefix stripped).
+        label: the plugin in words, for the report.
+        name: the name it is loaded by (entry point or import path), for error messages.
+    """
+
+    plugin_class: type[RemoteStorageManager]
+    config: Mapping[str, str]
+    label: str
+    name: str
+    _cleanup: list[Path] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_class(cls, plugin_class: type[RemoteStorageManager],
+                   config: Mapping[str, str] | None = None,
+                   label: str | None = None) -> StorageTarget:
+        """A target for a class (the fsspec-style fixture of a third party's tests)."""
+        path = f"{plugin_class.__module__}:{plugin_class.__qualname__}"
+        return cls(plugin_class, dict(config or {}), label or path, path)
+
+    @classmethod
+    def from_plugin(cls, name_or_path: str, config: Mapping[str, str] | None = None
+                    ) -> StorageTarget:
+        """A target for an installed plugin (entry-point name) or an import path.
+
+        Raises:
+            PluginError: unknown, broken or incompatible plugin.
+        """
+        from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
+
+        plugin_class, label = resolve_class(STORAGE_GROUP, name_or_path)
+        return cls(plugin_class, dict(config or {}), label,  # type: ignore[arg-type]
+                   name_or_path)
+
+    @property
+    def object_store_level(self) -> bool:
+        """Whether the plugin is built on the object-store level."""
+        return issubclass(self.plugin_class, ObjectStoreRemoteStorageManager)
+
+    def with_fresh_root(self) -> StorageTarget:
+        """A target over a new, empty root (see the class docstring); :meth:`cleanup` removes
+        the temporary directories it made."""
+        config = dict(self.config)
+        made: list[Path] = []
+        for key, value in config.items():
+            if "{tmp}" in value:
+                tmp = Path(tempfile.mkdtemp(prefix="kt-storage-"))
+                made.append(tmp)
+                config[key] = value.replace("{tmp}", str(tmp))
+        if self.object_store_level:
+            base = config.get("key.prefix", "").strip().strip("/")
+            run = f"kt-conformance-{uuid.uuid4().hex[:12]}"
+            config["key.prefix"] = f"{base}/{run}" if base else run
+        return replace(self, config=config, _cleanup=made)
+
+    def create(self) -> RemoteStorageManager:
+        """A new instance, configured."""
+        instance = self.plugin_class()
+        try:
+            instance.configure(dict(self.config))
+        except BaseException:
+            instance.close()
+            raise
+        return instance
+
+    def guarded(self) -> RemoteStorageManager:
+        """A new instance behind the core's wrapper (:mod:`kafka_tiers.remote.guarded`)."""
+        from kafka_tiers.remote.guarded import GuardedRemoteStorage, secret_values
+
+        return GuardedRemoteStorage(self.create(), self.name,
+                                    secrets=secret_values(self.config))
+
+    def cleanup(self) -> None:
+        """Remove the temporary directories :meth:`with_fresh_root` made."""
+        for path in self._cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+        self._cleanup.clear()
+
+
+# --------------------------------------------------------------------------------------------
+# Segments
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A segment made for the suite: its metadata, local files and expected contents.
+
+    Attributes:
+        metadata: the metadata to copy it with.
+        data: its local files.
+        log: the log file's bytes.
+        indexes: each index type's bytes (TRANSACTION absent when the segment has none).
+    """
+
+    metadata: RemoteLogSegmentMetadata
+    data: LogSegmentData
+    log: bytes
+    indexes: Mapping[IndexType, bytes]
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.metadata.topic_partition
+
+
+class SegmentBuilder:
+    """Makes segments with random content in a directory, and remembers every partition it
+    used so the suite can clean up.
+
+    Args:
+        directory: where the local files go.
+        topic: the topic name (random per test).
+        seed: seeds the content.
+    """
+
+    def __init__(self, directory: Path, topic: str, seed: int = 0) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.rng = random.Random(seed)
+        self.partitions: set[TopicPartition] = set()
+        self._count = 0
+
+    def tp(self, partition: int = 0) -> TopicPartition:
+        """A partition of the test's topic."""
+        tp = TopicPartition(self.topic, partition)
+        self.partitions.add(tp)
+        return tp
+
+    def make(self, start_offset: int = 0, *, partition: int = 0, log_size: int = 10_000,
+             with_transaction_index: bool = True, records: int = 100,
+             log_bytes: bytes | None = None,
+             segment_id: RemoteLogSegmentId | None = None) -> Segment:
+        """A new segment with a new id (unless ``segment_id`` is given)."""
+        tp = self.tp(partition)
+        self._count += 1
+        folder = self.directory / f"seg-{self._count}"
+        folder.mkdir(parents=True)
+        log = log_bytes if log_bytes is not None else self.rng.randbytes(log_size)
+        indexes = {
+            IndexType.OFFSET: self.rng.randbytes(8 * 37),
+            IndexType.TIMESTAMP: self.rng.randbytes(12 * 29),
+            IndexType.PRODUCER_SNAPSHOT: self.rng.randbytes(101),
+            IndexType.LEADER_EPOCH: f"0\n1\n0 {start_offset}\n".encode(),
+        }
+        if with_transaction_index:
+            indexes[IndexType.TRANSACTION] = self.rng.randbytes(34 * 3)
+        name = f"{start_offset:020d}"
+        paths = {
+            "log": folder / f"{name}.log",
+            IndexType.OFFSET: folder / f"{name}.index",
+            IndexType.TIMESTAMP: folder / f"{name}.timeindex",
+            IndexType.PRODUCER_SNAPSHOT: folder / f"{name}.snapshot",
+            IndexType.TRANSACTION: folder / f"{name}.txnindex",
+        }
+        paths["log"].write_bytes(log)
+        for index_type, content in indexes.items():
+            if index_type in paths:
+                paths[index_type].write_bytes(content)
+        data = LogSegmentData(
+            log_segment=paths["log"], offset_index=paths[IndexType.OFFSET],
+            time_index=paths[IndexType.TIMESTAMP],
+            transaction_index=paths[IndexType.TRANSACTION] if with_transaction_index else None,
+            producer_snapshot_index=paths[IndexType.PRODUCER_SNAPSHOT],
+            leader_epoch_index=indexes[IndexType.LEADER_EPOCH])
+        metadata = RemoteLogSegmentMetadata(
+            segment_id or RemoteLogSegmentId.generate(tp), start_offset=start_offset,
+            end_offset=start_offset + max(records, 1) - 1,
+            max_timestamp_ms=1_700_000_000_000 + start_offset, broker_id=0,
+            event_timestamp_ms=1_700_000_000_000, segment_size_in_bytes=len(log),
+            segment_leader_epochs={0: start_offset})
+        return Segment(metadata, data, log, indexes)
+
+    def retry(self, segment: Segment, *, new_id: bool, log_size: int | None = None) -> Segment:
+        """Another copy attempt of the same offsets with new content, under the same id or a
+        new one."""
+        return self.make(segment.metadata.start_offset, partition=segment.tp.partition,
+                         log_size=log_size or len(segment.log),
+                         segment_id=None if new_id else segment.metadata.remote_log_segment_id)
+
+
+# --------------------------------------------------------------------------------------------
+# Object-store wrappers
+
+
+class InjectedFault(ConnectionResetError):
+    """The failure a :class:`FaultyObjectStore` injects."""
+
+
+class _DelegatingStore(ObjectStore):
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.max_delete_batch = inner.max_delete_batch  # type: ignore[misc]
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        return self.inner.put(key, data, length)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
+        return self.inner.get(key, byte_range)
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        self.inner.delete_many(keys)
+
+    def list(self, prefix: str) -> Iterable[ObjectInfo]:
+        return self.inner.list(prefix)
+
+    def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
+        return self.inner.translate_error(exc, key)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _FailingReader(io.RawIOBase):
+    def __init__(self, inner: BinaryIO, budget: int, on_fail: Callable[[], None]) -> None:
+        self._inner = inner
+        self._budget = budget
+        self._on_fail = on_fail
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._budget <= 0 and len(view):
+            self._on_fail()
+            raise InjectedFault("injected fault: connection reset mid-upload")
+        chunk = self._inner.read(min(len(view), self._budget))
+        n = len(chunk)
+        view[:n] = chunk
+        self._budget -= n
+        if n == 0:
+            return 0
+        return n
+
+
+class FaultyObjectStore(_DelegatingStore):
+    """An object store that fails on purpose.
+
+    Args:
+        inner: the real store.
+        fail_put_after: a put of a matching key fails after this many bytes were read from
+            its data (0: before any byte; None: puts do not fail).
+        fail_put_suffix: only keys ending with this suffix fail (``".log"``, ``".manifest"``);
+            None: every key.
+        fail_deletes: deletes fail before deleting anything.
+        spare_delete_suffix: with ``fail_deletes``, a batch whose keys all end with this suffix
+            is deleted anyway (to fail the cleanup of a copy but not its first step).
+    """
+
+    def __init__(self, inner: ObjectStore, *, fail_put_after: int | None = None,
+                 fail_put_suffix: str | None = None, fail_deletes: bool = False,
+                 spare_delete_suffix: str | None = None) -> None:
+        super().__init__(inner)
+        self.fail_put_after = fail_put_after
+        self.fail_put_suffix = fail_put_suffix
+        self.fail_deletes = fail_deletes
+        self.spare_delete_suffix = spare_delete_suffix
+        self.faults = 0
+
+    def _fault(self) -> None:
+        self.faults += 1
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        if self.fail_put_after is not None and (
+                self.fail_put_suffix is None or key.endswith(self.fail_put_suffix)):
+            reader = io.BufferedReader(_FailingReader(data, self.fail_put_after, self._fault))
+            return self.inner.put(key, reader, length)  # type: ignore[arg-type]
+        return self.inner.put(key, data, length)
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        spared = self.spare_delete_suffix is not None and all(
+            k.endswith(self.spare_delete_suffix) for k in keys)
+        if self.fail_deletes and not spared:
+            self.faults += 1
+            raise InjectedFault("injected fault: delete refused")
+        self.inner.delete_many(keys)
+
+
+class _CountedStream(io.RawIOBase):
+    def __init__(self, inner: BinaryIO, owner: TrackingObjectStore) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        chunk = self._inner.read(len(view))
+        n = len(chunk)
+        view[:n] = chunk
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            with self._owner.lock:
+                self._owner.open_streams -= 1
+            self._inner.close()
+        super().close()
+
+
+class TrackingObjectStore(_DelegatingStore):
+    """An object store that counts its calls and the streams it handed out and that are still
+    open (the suite's leak check)."""
+
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, inner: ObjectStore) -> None:
+        super().__init__(inner)
+        self.open_streams = 0
+        self.gets = 0
+        self.puts: list[str] = []
+        self.deletes: list[str] = []
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        with self.lock:
+            self.puts.append(key)
+        return self.inner.put(key, data, length)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
+        stream = self.inner.get(key, byte_range)
+        with self.lock:
+            self.gets += 1
+            self.open_streams += 1
+        return io.BufferedReader(_CountedStream(stream, self))  # type: ignore[return-value]
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        with self.lock:
+            self.deletes.extend(keys)
+        self.inner.delete_many(keys)
+
+
+def count_calls(obj: Any, method: str) -> list[tuple[Any, ...]]:
+    """Record the calls of ``obj.method`` (on this instance only) and return the record."""
+    calls: list[tuple[Any, ...]] = []
+    original = getattr(obj, method)
+
+    @functools.wraps(original)
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    setattr(obj, method, recorder)
+    return calls
+
+
+def objects_of_segment(store: ObjectStore, prefix: str, segment_id: str) -> list[str]:
+    """The keys in ``store`` under ``prefix`` that belong to the segment id."""
+    keys = []
+    for info in store.list(prefix):
+        parsed = parse_segment_key(info.key)
+        if parsed is not None and parsed.segment_id == segment_id:
+            keys.append(info.key)
+    return sorted(keys)
+
+
+def open_fd_count() -> int | None:
+    """How many file descriptors this process has open (None where it cannot be told)."""
+    for path in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(path))
+        except OSError:
+            continue
+    return None
+
+
+__all__ = [
+    "ConformanceFailure",
+    "FaultyObjectStore",
+    "InjectedFault",
+    "Segment",
+    "SegmentBuilder",
+    "StorageTarget",
+    "TrackingObjectStore",
+    "check",
+    "count_calls",
+    "expect_raises",
+    "objects_of_segment",
+    "open_fd_count",
+    "read_all",
+    "storage_test",
+]

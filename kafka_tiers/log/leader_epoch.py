@@ -1,0 +1,146 @@
+"""The leader epoch cache of a partition (``leader-epoch-checkpoint``), as Kafka's
+``LeaderEpochFileCache``: which leader epoch started at which offset."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+from kafka_tiers.log.checkpoints import LeaderEpochCheckpointFile
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochCache:
+    """Epoch -> start offset, kept sorted by both and persisted on every change.
+
+    Args:
+        checkpoint_path: the ``leader-epoch-checkpoint`` file, or None for memory only.
+    """
+
+    def __init__(self, checkpoint_path: str | Path | None) -> None:
+        self._file = LeaderEpochCheckpointFile(checkpoint_path) if checkpoint_path else None
+        self._lock = threading.RLock()
+        self._entries: list[EpochEntry] = []
+        if self._file is not None:
+            self._entries = [EpochEntry(e, o) for e, o in self._file.read()]
+
+    @property
+    def path(self) -> Path | None:
+        return self._file.path if self._file else None
+
+    def move_to(self, path: Path) -> None:
+        """Persist to another file from now on (after the partition dir was renamed)."""
+        with self._lock:
+            self._file = LeaderEpochCheckpointFile(path)
+
+    def _flush(self) -> None:
+        if self._file is not None:
+            self._file.write(self._entries)
+
+    def entries(self) -> list[EpochEntry]:
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        with self._lock:
+            return self._entries[-1].epoch if self._entries else None
+
+    @property
+    def latest_entry(self) -> EpochEntry | None:
+        with self._lock:
+            return self._entries[-1] if self._entries else None
+
+    @property
+    def earliest_entry(self) -> EpochEntry | None:
+        with self._lock:
+            return self._entries[0] if self._entries else None
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``. Entries with an epoch >= it or a
+        start offset >= it are replaced (Kafka's rule). True when the cache changed.
+
+        Raises:
+            ValueError: a negative epoch or offset.
+        """
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"epoch {epoch} and start offset {start_offset} must be >= 0")
+        with self._lock:
+            if self._entries:
+                last = self._entries[-1]
+                if last.epoch == epoch and start_offset >= last.start_offset:
+                    return False
+            while self._entries and (self._entries[-1].epoch >= epoch
+                                     or self._entries[-1].start_offset >= start_offset):
+                self._entries.pop()
+            self._entries.append(EpochEntry(epoch, start_offset))
+            self._flush()
+            return True
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` for a follower's OffsetsForLeaderEpoch request, as Kafka:
+        the latest epoch ends at the log end offset; an older one ends where the next higher
+        epoch starts (the epoch returned is the largest known <= requested); an unknown
+        epoch above the latest gives ``(-1, -1)``."""
+        with self._lock:
+            if requested_epoch == UNDEFINED_EPOCH or not self._entries:
+                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            if self._entries[-1].epoch == requested_epoch:
+                return requested_epoch, log_end_offset
+            higher = next((e for e in self._entries if e.epoch > requested_epoch), None)
+            if higher is None:
+                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            floor = None
+            for e in self._entries:
+                if e.epoch <= requested_epoch:
+                    floor = e
+            if floor is None:
+                return requested_epoch, higher.start_offset
+            return floor.epoch, higher.start_offset
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch the record at ``offset`` was written in, when known."""
+        with self._lock:
+            found = None
+            for e in self._entries:
+                if e.start_offset <= offset:
+                    found = e.epoch
+            return found
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop entries starting at or after ``end_offset`` (log truncated to it)."""
+        with self._lock:
+            before = len(self._entries)
+            self._entries = [e for e in self._entries if e.start_offset < end_offset]
+            if len(self._entries) != before:
+                self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries wholly before ``start_offset``; the last of them is kept, moved to
+        start at ``start_offset`` (log start advanced)."""
+        with self._lock:
+            removed = [e for e in self._entries if e.start_offset <= start_offset]
+            if not removed:
+                return
+            keep = [e for e in self._entries if e.start_offset > start_offset]
+            first = EpochEntry(removed[-1].epoch, start_offset)
+            new = [first, *keep]
+            if new != self._entries:
+                self._entries = new
+                self._flush()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries = []
+            self._flush()
+
+
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochEntry", "LeaderEpochCache"]

@@ -1,0 +1,863 @@
+"""The partition log: an ordered list of segments with offsets, reads, retention, truncation.
+
+A :class:`Log` is thread-safe: one re-entrant lock serialises appends, reads and maintenance.
+
+Offsets (Kafka's names):
+
+* ``log_start_offset``: the first offset of the partition (remote tier included).
+* ``local_log_start_offset``: the first offset still held locally (>= log start; tiered storage
+  advances it after copying segments to the remote tier).
+* ``high_watermark``: the last committed offset + 1, set by replication; reads can be bounded
+  by it, retention never deletes above it.
+* ``recovery_point``: everything below it is flushed (fsynced); recovery after a crash starts
+  there.
+* ``log_end_offset``: the next offset to assign.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from kafka_tiers.log.config import LogConfig
+from kafka_tiers.log.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    LogClosedError,
+    LogError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from kafka_tiers.log.index import TimestampOffset
+from kafka_tiers.log.leader_epoch import LeaderEpochCache
+from kafka_tiers.log.log_loader import load_segments
+from kafka_tiers.log.names import parse_partition_dir
+from kafka_tiers.log.records import (
+    LOG_OVERHEAD,
+    ControlRecordType,
+    RecordBatch,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kafka_tiers.log.recovery import RecoveryReport, check_segment, recover_segment
+from kafka_tiers.log.segment import BatchInfo, LogSegment, SegmentInfo
+from kafka_tiers.log.txnindex import AbortedTxn
+
+logger = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """The outcome of an append: offsets assigned, timestamps and sizes."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    record_count: int
+    valid_bytes: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True)
+class FetchData:
+    """A read: whole record batches starting with the one holding ``fetch_offset``.
+
+    ``records`` is empty when there is nothing to read at that offset (yet).
+    """
+
+    fetch_offset: int
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    aborted_transactions: tuple[AbortedTxn, ...] = ()
+
+    def batches(self) -> list[RecordBatch]:
+        out = []
+        pos = 0
+        while pos < len(self.records):
+            b = RecordBatch(self.records, pos)
+            out.append(b)
+            pos += b.size
+        return out
+
+
+#: called as ``on_roll(log, rolled_segment_info)`` after a segment became inactive.
+RollCallback = Callable[["Log", SegmentInfo], None]
+
+
+class Log:
+    """A partition log in ``directory`` (named ``<topic>-<partition>``).
+
+    Build one with :meth:`open` (or through :class:`~kafka_tiers.log.log_manager.LogManager`).
+    """
+
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
+                 topic_partition: TopicPartition | None, log_start_offset: int,
+                 recovery_point: int, high_watermark: int, on_roll: RollCallback | None,
+                 time_fn: Callable[[], float], report: RecoveryReport) -> None:
+        self.dir = directory
+        self.config = config
+        self.topic_partition = topic_partition
+        self.on_roll = on_roll
+        self._time = time_fn
+        self._lock = threading.RLock()
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.load_report = report
+        self._closed = False
+        self._log_end_offset = segments[-1].next_offset
+        self._log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self._local_log_start_offset = max(self._log_start_offset, segments[0].base_offset)
+        self._recovery_point = min(recovery_point, self._log_end_offset)
+        self._high_watermark = min(max(high_watermark, self._log_start_offset),
+                                   self._log_end_offset)
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._now_ms()
+        self._ongoing_txns: dict[int, int] = {}
+        self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+
+    # ------------------------------------------------------------------ open
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str], config: LogConfig | None = None, *,
+             recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
+             clean_shutdown: bool = False, sanity_check_all: bool = True,
+             on_roll: RollCallback | None = None,
+             time_fn: Callable[[], float] = time.time) -> Log:
+        """Open (creating when missing) the log in ``directory``.
+
+        Args:
+            recovery_point: from ``recovery-point-offset-checkpoint``; segments from here on are
+                recovered after an unclean shutdown.
+            log_start_offset: from ``log-start-offset-checkpoint``.
+            high_watermark: from ``replication-offset-checkpoint``.
+            clean_shutdown: the log dir held ``.kafka_cleanshutdown``.
+            sanity_check_all: ``sanity.check.all.logs.enabled`` (KIP-263).
+            on_roll: called after each roll with the rolled segment.
+
+        Raises:
+            InvalidTopicError: the directory name is not ``<topic>-<partition>``.
+            LogDirError: the directory cannot be created or read.
+        """
+        path = Path(directory)
+        config = config or LogConfig()
+        try:
+            tp = parse_partition_dir(path.name).partition
+        except LogError:
+            tp = None
+        path.mkdir(parents=True, exist_ok=True)
+
+        def on_batch(seg: LogSegment, batch: RecordBatch) -> None:
+            pending.append((seg, batch.partition_leader_epoch, batch.base_offset,
+                            batch.is_transactional, batch.is_control, batch.producer_id,
+                            batch.last_offset, batch.control_type() if batch.is_control
+                            else None))
+
+        pending: list[tuple] = []
+        result = load_segments(path, config, recovery_point=recovery_point,
+                               log_start_offset=log_start_offset,
+                               clean_shutdown=clean_shutdown,
+                               sanity_check_all=sanity_check_all, on_batch=on_batch)
+        log = cls(path, config, result.segments, topic_partition=tp,
+                  log_start_offset=log_start_offset, recovery_point=recovery_point,
+                  high_watermark=high_watermark, on_roll=on_roll, time_fn=time_fn,
+                  report=result.report)
+        for seg, epoch, base, txn, control, pid, last, ctype in pending:
+            if epoch >= 0 and base < log.log_end_offset:
+                log.leader_epoch_cache.assign(epoch, base)
+            if txn:
+                log._track_txn(seg, pid, base, last, control, ctype, rebuild=True)
+        log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
+        if not clean_shutdown:
+            log._recovery_point = log.log_end_offset
+        return log
+
+    # ------------------------------------------------------------------ offsets
+    def _now_ms(self) -> int:
+        return int(self._time() * 1000)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        return self._local_log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to ``[log start offset, log end offset]``; returns
+        the value set."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+            return self._high_watermark
+
+    @property
+    def size(self) -> int:
+        """Bytes held locally (sum of segment sizes)."""
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def segments(self) -> list[LogSegment]:
+        """The segments, oldest first (a copy of the list)."""
+        with self._lock:
+            return list(self._segments)
+
+    def inactive_segments(self) -> list[SegmentInfo]:
+        """Every rolled (inactive) segment, oldest first, for tiered storage: base offset, next
+        offset, max timestamp and file paths. Each is sanity-checked first."""
+        with self._lock:
+            out = []
+            for seg in self._segments[:-1]:
+                self._ensure_checked(seg)
+                out.append(seg.info())
+            return out
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.dir} is closed")
+
+    # ------------------------------------------------------------------ lazy checks
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment holding ``offset`` (floor by base offset), or -1."""
+        return bisect.bisect_right(self._bases, offset) - 1
+
+    def _ensure_checked(self, seg: LogSegment) -> None:
+        """Sanity-check ``seg`` (and every unchecked segment before it) if it was not yet, as
+        KIP-263 requires before a segment is served."""
+        if seg.checked:
+            return
+        idx = self._segments.index(seg)
+        for i in range(idx + 1):
+            s = self._segments[i]
+            if not s.checked:
+                nxt = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
+                self.load_report.merge(check_segment(s, max_offset=nxt))
+
+    def check_segments(self, *, max_segments: int | None = None) -> int:
+        """Sanity-check segments not yet checked, one lock hold per segment (for a background
+        thread); returns how many were checked."""
+        done = 0
+        while max_segments is None or done < max_segments:
+            with self._lock:
+                if self._closed:
+                    return done
+                seg = next((s for s in self._segments if not s.checked), None)
+                if seg is None:
+                    return done
+                self._ensure_checked(seg)
+            done += 1
+        return done
+
+    @property
+    def unchecked_segments(self) -> int:
+        with self._lock:
+            return sum(1 for s in self._segments if not s.checked)
+
+    # ------------------------------------------------------------------ append
+    def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
+               leader_epoch: int | None = None) -> AppendInfo:
+        """Append one or more record batches.
+
+        As leader (``assign_offsets=True``) the log assigns offsets from the log end offset,
+        stamps ``leader_epoch`` into each batch and, with ``message.timestamp.type=
+        LogAppendTime``, the append time. As follower (``assign_offsets=False``) the batches
+        keep their offsets and epochs, which must start at or after the log end offset and
+        increase. Every batch is validated (size, magic, CRC) before anything is written.
+
+        Raises:
+            InvalidRecordError: an empty, corrupt or out-of-order input (nothing is written).
+            RecordTooLargeError: a batch above ``max.message.bytes`` or the input above the
+                segment size.
+        """
+        buf = bytearray(records)
+        with self._lock:
+            self._check_open()
+            batches: list[RecordBatch] = []
+            pos = 0
+            try:
+                while pos < len(buf):
+                    if len(buf) - pos < LOG_OVERHEAD:
+                        raise CorruptRecordError(f"{len(buf) - pos} trailing bytes")
+                    batch = RecordBatch(buf, pos)
+                    batch.validate()
+                    batches.append(batch)
+                    pos += batch.size
+            except CorruptRecordError as exc:
+                raise InvalidRecordError(f"invalid record batch at byte {pos}: {exc}") from None
+            if not batches:
+                raise InvalidRecordError("nothing to append: no record batch given")
+            for b in batches:
+                if b.size > self.config.max_message_bytes:
+                    raise RecordTooLargeError(
+                        f"batch of {b.size} bytes exceeds max.message.bytes "
+                        f"{self.config.max_message_bytes}")
+            if len(buf) > self.config.segment_bytes:
+                raise RecordTooLargeError(
+                    f"{len(buf)} bytes of batches exceed segment.bytes "
+                    f"{self.config.segment_bytes}")
+            now = self._now_ms()
+            if assign_offsets:
+                offset = self._log_end_offset
+                append_time = now if self.config.log_append_time else -1
+                for b in batches:
+                    set_base_offset(buf, b.position, offset)
+                    if leader_epoch is not None:
+                        set_partition_leader_epoch(buf, b.position, leader_epoch)
+                    if append_time >= 0:
+                        set_log_append_time(buf, b.position, append_time)
+                    offset += b.last_offset_delta + 1
+                batches = [RecordBatch(buf, b.position) for b in batches]
+            else:
+                append_time = -1
+                expected = self._log_end_offset
+                for b in batches:
+                    if b.base_offset < expected:
+                        raise InvalidRecordError(
+                            f"batch at offset {b.base_offset} is below the expected "
+                            f"{expected} (offsets must increase from the log end offset)")
+                    expected = b.next_offset
+            infos = [BatchInfo(b.base_offset, b.last_offset, b.max_timestamp, b.size)
+                     for b in batches]
+            first = batches[0]
+            last = batches[-1]
+            max_ts = TimestampOffset(-1, first.base_offset)
+            for b in batches:
+                if b.max_timestamp > max_ts.timestamp:
+                    max_ts = TimestampOffset(b.max_timestamp, b.last_offset)
+            segment = self._maybe_roll(len(buf), first.max_timestamp, first.base_offset,
+                                       last.last_offset, now)
+            segment.append(buf, infos)
+            self._log_end_offset = last.next_offset
+            count = 0
+            for b in batches:
+                count += b.records_count
+                if b.partition_leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(b.partition_leader_epoch, b.base_offset)
+                if b.is_transactional:
+                    self._track_txn(segment, b.producer_id, b.base_offset, b.last_offset,
+                                    b.is_control, b.control_type() if b.is_control else None)
+            self._unflushed_messages += count
+            if (self._unflushed_messages >= self.config.flush_interval_messages
+                    or now - self._last_flush_ms >= self.config.flush_interval_ms):
+                self.flush()
+            return AppendInfo(first.base_offset, last.last_offset, max_ts.timestamp,
+                              max_ts.offset, append_time, count, len(buf),
+                              self._log_start_offset)
+
+    def _track_txn(self, segment: LogSegment, pid: int, base: int, last: int, control: bool,
+                   ctype: ControlRecordType | None, *, rebuild: bool = False) -> None:
+        if not control:
+            self._ongoing_txns.setdefault(pid, base)
+            return
+        first = self._ongoing_txns.pop(pid, last)
+        if ctype == ControlRecordType.ABORT:
+            lso = min(self._ongoing_txns.values(), default=last + 1)
+            txn = AbortedTxn(pid, first, last, lso)
+            entries = segment.txn_index.all_entries()
+            if not (entries and entries[-1].last_offset >= last):
+                segment.txn_index.append(txn)
+
+    def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
+                    now: int) -> LogSegment:
+        seg = self._segments[-1]
+        roll_ms = self.config.segment_ms - self.config.segment_jitter_ms
+        if seg.should_roll(batch_size=size, max_timestamp=max_timestamp,
+                           last_offset=last_offset, now_ms=now,
+                           segment_bytes=self.config.segment_bytes, roll_ms=roll_ms):
+            return self.roll(first_offset)
+        return seg
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Close the active segment for writes and start a new one at
+        ``max(expected_next_offset, log end offset)``; returns the new active segment. An
+        empty active segment at that offset is reused."""
+        with self._lock:
+            self._check_open()
+            new_base = max(expected_next_offset or 0, self._log_end_offset)
+            old = self._segments[-1]
+            if old.base_offset == new_base and old.size == 0:
+                return old
+            if old.base_offset >= new_base:
+                raise LogError(f"cannot roll to offset {new_base}: the active segment starts at "
+                               f"{old.base_offset}")
+            old.become_inactive()
+            new = LogSegment.create(self.dir, new_base,
+                                    index_interval_bytes=self.config.index_interval_bytes,
+                                    max_index_size=self.config.max_index_size)
+            fsync_dir(self.dir)
+            self._segments.append(new)
+            self._bases.append(new_base)
+            # the rolled segment was fsynced by become_inactive
+            if self._recovery_point < new_base:
+                self._recovery_point = new_base
+            if self.on_roll is not None:
+                try:
+                    self.on_roll(self, old.info())
+                except Exception:
+                    logger.exception("on_roll callback failed for %s", old.log_path)
+            return new
+
+    # ------------------------------------------------------------------ flush
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``offset`` (default: everything) and
+        advance the recovery point to it."""
+        with self._lock:
+            self._check_open()
+            target = self._log_end_offset if offset is None else min(offset,
+                                                                     self._log_end_offset)
+            if target <= self._recovery_point:
+                return
+            start = max(self._segment_index(self._recovery_point), 0)
+            for seg in self._segments[start:]:
+                if seg.base_offset >= target:
+                    break
+                seg.flush()
+            self._recovery_point = target
+            if target >= self._log_end_offset:
+                self._unflushed_messages = 0
+            self._last_flush_ms = self._now_ms()
+
+    def maybe_flush(self) -> bool:
+        """Flush if ``flush.ms`` has passed since the last flush (for a scheduler)."""
+        with self._lock:
+            if (self._recovery_point < self._log_end_offset
+                    and self._now_ms() - self._last_flush_ms >= self.config.flush_interval_ms):
+                self.flush()
+                return True
+            return False
+
+    # ------------------------------------------------------------------ read
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             isolation: str = "log_end", min_one_batch: bool = True) -> FetchData:
+        """Read whole batches from the one holding ``offset``, at most ``max_bytes`` (but at
+        least one batch when ``min_one_batch``).
+
+        Args:
+            max_offset: exclusive upper bound of offsets returned.
+            isolation: ``"log_end"`` (everything), ``"high_watermark"`` (committed only).
+
+        Every batch returned passes its CRC check; a corrupt one found here makes the
+        segment be recovered (cut at the damage) before anything is returned.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is below the local log start or above the end.
+        """
+        with self._lock:
+            self._check_open()
+            if isolation not in ("log_end", "high_watermark"):
+                raise ValueError(f"unknown isolation {isolation!r}")
+            end = self._log_end_offset
+            upper = end if isolation == "log_end" else self._high_watermark
+            if max_offset is not None:
+                upper = min(upper, max_offset)
+            if offset < self._local_log_start_offset or offset > end:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is out of range [{self._local_log_start_offset}, {end}] of "
+                    f"{self.dir.name}", offset=offset,
+                    log_start_offset=self._local_log_start_offset, log_end_offset=end)
+            for _attempt in range(3):
+                try:
+                    data = self._read_once(offset, max_bytes, upper, min_one_batch)
+                    break
+                except _CorruptRead as bad:
+                    self._recover_corrupt(bad.segment)
+                    end = self._log_end_offset
+                    upper = min(upper, end)
+            else:  # pragma: no cover - recovery always removes what failed
+                data = b""
+            aborted: tuple[AbortedTxn, ...] = ()
+            if data:
+                last = RecordBatch(data, 0)
+                pos = 0
+                while pos < len(data):
+                    last = RecordBatch(data, pos)
+                    pos += last.size
+                aborted = tuple(self.collect_aborted(offset, last.next_offset))
+            return FetchData(offset, data, self._high_watermark, self._log_start_offset,
+                             self._log_end_offset, aborted)
+
+    def _read_once(self, offset: int, max_bytes: int, upper: int, min_one: bool) -> bytes:
+        if offset >= upper:
+            return b""
+        idx = max(self._segment_index(offset), 0)
+        while idx < len(self._segments):
+            seg = self._segments[idx]
+            self._ensure_checked(seg)
+            header = seg.translate_offset(offset)
+            if header is None:
+                idx += 1
+                continue
+            if header.last_offset >= upper:
+                return b""
+            start = header.position
+            stop = start
+            for h in seg.iter_headers(start):
+                if h.last_offset >= upper:
+                    break
+                if stop - start + h.size > max_bytes and not (min_one and stop == start):
+                    break
+                stop += h.size
+            if stop == start:
+                return b""
+            data = seg.pread(stop - start, start)
+            pos = 0
+            while pos < len(data):
+                try:
+                    batch = RecordBatch(data, pos)
+                    ok = batch.is_valid()
+                except CorruptRecordError:
+                    ok = False
+                if not ok:
+                    raise _CorruptRead(seg)
+                pos += batch.size
+            return data
+        return b""
+
+    def _recover_corrupt(self, seg: LogSegment) -> None:
+        logger.error("corrupt batch in %s found on read; recovering the segment", seg.log_path)
+        idx = self._segments.index(seg)
+        nxt = self._segments[idx + 1].base_offset if idx + 1 < len(self._segments) else None
+        result = recover_segment(seg, max_offset=nxt)
+        self.load_report.recovered.append(seg.base_offset)
+        if result.problem:
+            self.load_report.problems.append(f"{seg.log_path}: {result.problem}")
+        if seg is self._segments[-1]:
+            self._log_end_offset = seg.next_offset
+            self._recovery_point = min(self._recovery_point, self._log_end_offset)
+            self._high_watermark = min(self._high_watermark, self._log_end_offset)
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+
+    def collect_aborted(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start_offset, upper_offset)`` (read_committed)."""
+        with self._lock:
+            out: list[AbortedTxn] = []
+            idx = max(self._segment_index(start_offset), 0)
+            for seg in self._segments[idx:]:
+                if seg.base_offset >= upper_offset:
+                    break
+                if seg.txn_index.path.exists():
+                    out += seg.txn_index.collect_aborted(start_offset, upper_offset)
+            return out
+
+    # ------------------------------------------------------------------ timestamps
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record with timestamp >= ``timestamp`` as ``(timestamp, offset)``, or
+        None when there is none. ``-2`` gives the log start offset, ``-1`` the log end offset,
+        ``-3`` the record with the largest timestamp (Kafka's ListOffsets specials)."""
+        with self._lock:
+            self._check_open()
+            if timestamp == EARLIEST_TIMESTAMP:
+                return TimestampOffset(-1, self._log_start_offset)
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampOffset(-1, self._log_end_offset)
+            if timestamp == MAX_TIMESTAMP:
+                best = None
+                for seg in self._segments:
+                    self._ensure_checked(seg)
+                    ts = seg.max_timestamp_and_offset
+                    if ts.timestamp >= 0 and (best is None or ts.timestamp > best.timestamp):
+                        best = ts
+                return best
+            for seg in self._segments:
+                self._ensure_checked(seg)
+                if seg.largest_timestamp < timestamp:
+                    continue
+                found = self._find_in_segment(seg, timestamp)
+                if found is not None:
+                    return found
+            return None
+
+    def _find_in_segment(self, seg: LogSegment, timestamp: int) -> TimestampOffset | None:
+        entry = seg.time_index.lookup(timestamp)
+        position = seg.offset_index.lookup(max(entry.offset, seg.base_offset)).position
+        for batch in seg.iter_batches(position):
+            if batch.max_timestamp >= timestamp:
+                for rec in batch.records():
+                    if rec.timestamp >= timestamp and rec.offset >= self._log_start_offset:
+                        return TimestampOffset(rec.timestamp, rec.offset)
+        return None
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self) -> int:
+        """Apply ``retention.ms``, ``retention.bytes`` and the log start offset: delete the
+        oldest segments that breach them, never above the high watermark (Kafka's rule). The
+        active segment is rolled first if it must go. Returns how many were deleted."""
+        with self._lock:
+            self._check_open()
+            now = self._now_ms()
+            deleted = 0
+            if self.config.retention_ms >= 0:
+                deleted += self._delete_prefix(
+                    lambda seg, _: now - seg.largest_timestamp > self.config.retention_ms)
+            if self.config.retention_bytes >= 0:
+                excess = [self.size - self.config.retention_bytes]
+
+                def over(seg: LogSegment, _nxt: LogSegment | None) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+
+                deleted += self._delete_prefix(over)
+            deleted += self._delete_prefix(
+                lambda _s, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset)
+            return deleted
+
+    def _delete_prefix(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        doomed: list[LogSegment] = []
+        for i, seg in enumerate(self._segments):
+            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = nxt.base_offset if nxt is not None else self._log_end_offset
+            if upper > self._high_watermark or not predicate(seg, nxt):
+                break
+            if nxt is None and seg.size == 0:
+                break
+            doomed.append(seg)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll()
+        self._delete_segments(doomed)
+        return len(doomed)
+
+    def _delete_segments(self, doomed: list[LogSegment]) -> None:
+        for seg in doomed:
+            self._segments.remove(seg)
+            seg.delete()
+        self._bases = [s.base_offset for s in self._segments]
+        first = self._segments[0].base_offset
+        if first > self._local_log_start_offset:
+            self._local_log_start_offset = first
+        if first > self._log_start_offset:
+            self._log_start_offset = first
+            self.leader_epoch_cache.truncate_from_start(first)
+        self._high_watermark = max(self._high_watermark, self._log_start_offset)
+        fsync_dir(self.dir)
+
+    def advance_log_start_offset(self, offset: int) -> None:
+        """Move the log start offset up (DeleteRecords, remote retention) and delete local
+        segments wholly below it. Never above the high watermark.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is above the high watermark.
+        """
+        with self._lock:
+            self._check_open()
+            if offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot move the log start offset to {offset}, above the high watermark "
+                    f"{self._high_watermark}", offset=offset,
+                    log_start_offset=self._log_start_offset,
+                    log_end_offset=self._log_end_offset)
+            if offset <= self._log_start_offset:
+                return
+            self._log_start_offset = offset
+            self._local_log_start_offset = max(self._local_log_start_offset, offset)
+            self.leader_epoch_cache.truncate_from_start(offset)
+            self._delete_prefix(lambda _s, nxt: nxt is not None and nxt.base_offset <= offset)
+
+    def advance_local_log_start_offset(self, offset: int) -> int:
+        """After segments were copied to the remote tier: delete local inactive segments
+        wholly below ``offset`` and move the local log start offset to the first one kept
+        (the log start offset is unchanged). Returns how many segments were deleted."""
+        with self._lock:
+            self._check_open()
+            doomed = []
+            for i, seg in enumerate(self._segments[:-1]):
+                if self._segments[i + 1].base_offset <= offset and \
+                        self._segments[i + 1].base_offset <= self._high_watermark:
+                    doomed.append(seg)
+                else:
+                    break
+            if doomed:
+                for seg in doomed:
+                    self._segments.remove(seg)
+                    seg.delete()
+                self._bases = [s.base_offset for s in self._segments]
+                fsync_dir(self.dir)
+            self._local_log_start_offset = max(self._local_log_start_offset,
+                                               self._segments[0].base_offset)
+            return len(doomed)
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every record at or after ``offset`` (replication: a follower truncating to
+        the leader's epoch end offset). Cuts at batch boundaries. Returns True when anything
+        was removed.
+
+        Raises:
+            ValueError: a negative offset.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            if offset >= self._log_end_offset:
+                return False
+            if offset < self._segments[0].base_offset:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            doomed = [s for s in self._segments if s.base_offset >= offset]
+            if doomed and len(doomed) == len(self._segments):
+                self.truncate_fully_and_start_at(offset)
+                return True
+            for seg in doomed:
+                self._segments.remove(seg)
+                seg.delete()
+            self._bases = [s.base_offset for s in self._segments]
+            active = self._segments[-1]
+            self._ensure_checked(active)
+            active.become_active()
+            active.truncate_to(offset)
+            self._log_end_offset = active.next_offset
+            self._after_truncation()
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the log empty at ``offset`` (all offsets move)."""
+        with self._lock:
+            self._check_open()
+            for seg in self._segments:
+                seg.delete()
+            new = LogSegment.create(self.dir, offset,
+                                    index_interval_bytes=self.config.index_interval_bytes,
+                                    max_index_size=self.config.max_index_size)
+            self._segments = [new]
+            self._bases = [offset]
+            self._log_end_offset = offset
+            self._log_start_offset = offset
+            self._local_log_start_offset = offset
+            self.leader_epoch_cache.clear()
+            self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._ongoing_txns = {p: o for p, o in self._ongoing_txns.items()
+                              if o < self._log_end_offset}
+        fsync_dir(self.dir)
+
+    # ------------------------------------------------------------------ JBOD
+    def copy_to(self, directory: str | os.PathLike[str]) -> Log:
+        """Copy the log's files (segments, indexes, leader epochs) to ``directory`` (a new
+        partition directory, e.g. in another log dir), fsync them, and open the copy there.
+        Appends wait while the copy is made."""
+        dest = Path(directory)
+        with self._lock:
+            self._check_open()
+            self.flush()
+            dest.mkdir(parents=True, exist_ok=False)
+            for seg in self._segments:
+                for src in seg.files():
+                    target = dest / src.name
+                    if src in (seg.offset_index.path, seg.time_index.path) and seg.active:
+                        _copy_index_prefix(src, target, seg)
+                    else:
+                        shutil.copyfile(src, target)
+                    _fsync_file(target)
+            epochs = self.dir / LEADER_EPOCH_CHECKPOINT
+            if epochs.exists():
+                shutil.copyfile(epochs, dest / LEADER_EPOCH_CHECKPOINT)
+                _fsync_file(dest / LEADER_EPOCH_CHECKPOINT)
+            fsync_dir(dest)
+            fsync_dir(dest.parent)
+            return Log.open(dest, self.config, recovery_point=self._log_end_offset,
+                            log_start_offset=self._log_start_offset,
+                            high_watermark=self._high_watermark, clean_shutdown=True,
+                            sanity_check_all=False, on_roll=self.on_roll, time_fn=self._time)
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Flush everything, trim the active indexes and close every file. The recovery point
+        becomes the log end offset; the log dir's checkpoints and clean shutdown marker are
+        written by :meth:`LogManager.shutdown`."""
+        with self._lock:
+            if self._closed:
+                return
+            self.flush()
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir}, start={self._log_start_offset}, end={self._log_end_offset}, "
+                f"segments={len(self._segments)})")
+
+
+class _CorruptRead(Exception):
+    def __init__(self, segment: LogSegment) -> None:
+        super().__init__(str(segment.log_path))
+        self.segment = segment
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_index_prefix(src: Path, dest: Path, seg: LogSegment) -> None:
+    """Copy only the real entries of a preallocated (active) index."""
+    index = seg.offset_index if src == seg.offset_index.path else seg.time_index
+    length = index.entries * index.entry_size
+    with open(src, "rb") as fin, open(dest, "wb") as fout:
+        fout.write(fin.read(length))
+
+
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "AppendInfo",
+           "FetchData", "Log", "RollCallback"]

@@ -1,0 +1,295 @@
+"""The wrapper around every storage plugin call: the broker never calls a plugin directly.
+
+:class:`GuardedRemoteStorage` implements :class:`~kafka_tiers.api.RemoteStorageManager` by
+delegating to a plugin, and on the way:
+
+- checks arguments before the plugin sees them (types, fetch ranges that are negative or
+  reversed);
+- validates results (custom metadata is bytes within the size limit, a fetch returns a readable
+  stream, a listing holds only the partition's segments from ``min_base_offset`` on, sorted by
+  start offset, one per start offset);
+- translates every foreign exception (and every exception raised while reading a returned
+  stream) into :class:`~kafka_tiers.api.RemoteStorageError` naming the plugin and the
+  operation, keeping the plugin's own storage errors (not-found stays not-found);
+- never lets a secret through: values of the plugin's secret config keys are replaced by
+  ``<hidden>`` in every message it raises or logs, and the foreign exception chain is dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, BinaryIO, TypeVar
+
+from kafka_tiers.api import (
+    IndexType,
+    KafkaTiersError,
+    LogSegmentData,
+    RemoteLogSegmentMetadata,
+    RemoteStorageError,
+    RemoteStorageManager,
+    TopicPartition,
+)
+from kafka_tiers.api.objectstore import check_range
+
+log = logging.getLogger(__name__)
+
+#: Kafka's default ``remote.log.metadata.custom.metadata.max.bytes``.
+DEFAULT_CUSTOM_METADATA_MAX_BYTES = 128
+
+_SECRET_KEY = re.compile(
+    r"(pass(word|phrase)?|secret|token|credential|sas|private[._-]?key|access[._-]?key|"
+    r"account[._-]?key|api[._-]?key|auth)", re.IGNORECASE)
+
+T = TypeVar("T")
+
+
+def secret_values(config: Mapping[str, str]) -> list[str]:
+    """The values of the keys of ``config`` whose names look secret (password, secret, token,
+    credential, sas, access key, account key, api key, auth), longest first."""
+    found = {str(v) for k, v in config.items() if _SECRET_KEY.search(str(k)) and v
+             and len(str(v)) >= 3}
+    return sorted(found, key=len, reverse=True)
+
+
+class GuardedRemoteStorage(RemoteStorageManager):
+    """A storage plugin behind the core's checks (see the module docstring).
+
+    Args:
+        plugin: the configured plugin.
+        name: its name in messages (the entry-point name or import path it was loaded by).
+        secrets: strings never to repeat (use :func:`secret_values` of its config).
+        custom_metadata_max_bytes: the most custom metadata a copy may return.
+    """
+
+    def __init__(self, plugin: RemoteStorageManager, name: str, *,
+                 secrets: Iterable[str] = (),
+                 custom_metadata_max_bytes: int = DEFAULT_CUSTOM_METADATA_MAX_BYTES) -> None:
+        if not isinstance(plugin, RemoteStorageManager):
+            raise TypeError(f"{name}: not a RemoteStorageManager: {type(plugin).__name__}")
+        self._plugin = plugin
+        self._name = name
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._max_custom = custom_metadata_max_bytes
+        self.CAPABILITIES = frozenset(plugin.CAPABILITIES)  # type: ignore[misc]
+
+    @classmethod
+    def load(cls, name_or_path: str, config: Mapping[str, str] | None = None,
+             **kwargs: Any) -> GuardedRemoteStorage:
+        """Load, configure and wrap a storage plugin by entry-point name or import path.
+
+        Raises:
+            PluginError, ConfigError: as :func:`kafka_tiers.plugins.load_remote_storage`.
+        """
+        from kafka_tiers.plugins import load_remote_storage
+
+        cfg = dict(config or {})
+        plugin = load_remote_storage(name_or_path, cfg)
+        return cls(plugin, name_or_path, secrets=secret_values(cfg), **kwargs)
+
+    @property
+    def plugin(self) -> RemoteStorageManager:
+        """The wrapped plugin."""
+        return self._plugin
+
+    @property
+    def name(self) -> str:
+        """The plugin's name in messages."""
+        return self._name
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``<hidden>``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "<hidden>")
+        return text
+
+    def _error(self, op: str, exc: BaseException, segment_id: str | None) -> RemoteStorageError:
+        prefix = f"storage plugin {self._name!r}"
+        if isinstance(exc, RemoteStorageError):
+            message = self.redact(str(exc))
+            if not message.startswith(prefix):
+                message = f"{prefix}: {op}: {message}"
+            exc.args = (message,)
+            if exc.plugin is None:
+                exc.plugin = self._name
+            if exc.segment_id is None:
+                exc.segment_id = segment_id
+            err = exc
+        else:
+            retriable = isinstance(exc, TimeoutError | ConnectionError)
+            kind = "error" if isinstance(exc, KafkaTiersError) else "unexpected error"
+            err = RemoteStorageError(
+                f"{prefix} failed in {op}: {kind} {type(exc).__name__}: "
+                f"{self.redact(str(exc))}", plugin=self._name, segment_id=segment_id,
+                retriable=retriable)
+        log.warning("%s", err)
+        return err
+
+    def _call(self, op: str, segment_id: str | None, fn: Callable[..., T], *args: Any) -> T:
+        log.debug("storage plugin %r: %s %s", self._name, op, segment_id or "")
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise self._error(op, exc, segment_id) from None
+
+    def _invalid(self, op: str, problem: str, segment_id: str | None = None
+                 ) -> RemoteStorageError:
+        err = RemoteStorageError(
+            f"storage plugin {self._name!r} broke its contract in {op}: {problem}",
+            plugin=self._name, segment_id=segment_id, retriable=False)
+        log.error("%s", err)
+        return err
+
+    @staticmethod
+    def _check_metadata(metadata: Any) -> RemoteLogSegmentMetadata:
+        if not isinstance(metadata, RemoteLogSegmentMetadata):
+            raise RemoteStorageError(
+                f"expected RemoteLogSegmentMetadata, got {type(metadata).__name__}")
+        return metadata
+
+    def _stream(self, op: str, result: Any, segment_id: str) -> BinaryIO:
+        if not (callable(getattr(result, "read", None))
+                and callable(getattr(result, "close", None))):
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()
+            raise self._invalid(op, f"returned {type(result).__name__}, not a readable stream",
+                                segment_id)
+        return io.BufferedReader(  # type: ignore[return-value]
+            _GuardedStream(result, lambda exc: self._error(f"{op} (reading)", exc, segment_id)))
+
+    # -- the contract ------------------------------------------------------------------------
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        """Reconfigure the plugin (it was configured when loaded)."""
+        self._secrets = sorted(set(self._secrets) | set(secret_values(config)), key=len,
+                               reverse=True)
+        self._call("configure", None, self._plugin.configure, config)
+
+    def close(self) -> None:
+        self._call("close", None, self._plugin.close)
+
+    def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata,
+                              data: LogSegmentData) -> bytes | None:
+        md = self._check_metadata(metadata)
+        if not isinstance(data, LogSegmentData):
+            raise RemoteStorageError(f"expected LogSegmentData, got {type(data).__name__}")
+        result = self._call("copy_log_segment_data", md.segment_id,
+                            self._plugin.copy_log_segment_data, md, data)
+        if result is None:
+            return None
+        if not isinstance(result, bytes | bytearray):
+            raise self._invalid("copy_log_segment_data", f"returned {type(result).__name__} "
+                                "as custom metadata, not bytes or None", md.segment_id)
+        if len(result) > self._max_custom:
+            raise self._invalid("copy_log_segment_data", f"returned {len(result)} bytes of "
+                                f"custom metadata, more than the limit of {self._max_custom}",
+                                md.segment_id)
+        return bytes(result)
+
+    def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,
+                          end_position: int | None = None) -> BinaryIO:
+        md = self._check_metadata(metadata)
+        check_range(start_position, end_position, segment_id=md.segment_id)
+        result = self._call("fetch_log_segment", md.segment_id, self._plugin.fetch_log_segment,
+                            md, start_position, end_position)
+        return self._stream("fetch_log_segment", result, md.segment_id)
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> BinaryIO:
+        md = self._check_metadata(metadata)
+        if not isinstance(index_type, IndexType):
+            raise RemoteStorageError(f"unknown index type {index_type!r}")
+        result = self._call(f"fetch_index {index_type.name}", md.segment_id,
+                            self._plugin.fetch_index, md, index_type)
+        if result is None:
+            raise self._invalid("fetch_index", f"returned None for {index_type.name}; a "
+                                "missing index must raise RemoteResourceNotFoundError",
+                                md.segment_id)
+        return self._stream(f"fetch_index {index_type.name}", result, md.segment_id)
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        md = self._check_metadata(metadata)
+        self._call("delete_log_segment_data", md.segment_id,
+                   self._plugin.delete_log_segment_data, md)
+
+    def list_remote_segments(self, topic_partition: TopicPartition,
+                             min_base_offset: int = 0) -> list[RemoteLogSegmentMetadata]:
+        if not isinstance(topic_partition, TopicPartition):
+            raise RemoteStorageError(f"expected TopicPartition, got {topic_partition!r}")
+        result = self._call("list_remote_segments", None, self._plugin.list_remote_segments,
+                            topic_partition, min_base_offset)
+        op = "list_remote_segments"
+        try:
+            items = list(result)
+        except TypeError:
+            raise self._invalid(op, f"returned {type(result).__name__}, not a list") from None
+        previous = None
+        for md in items:
+            if not isinstance(md, RemoteLogSegmentMetadata):
+                raise self._invalid(op, f"listed a {type(md).__name__}")
+            if md.topic_partition != topic_partition:
+                raise self._invalid(op, f"listed segment {md.remote_log_segment_id} of "
+                                    f"another partition than {topic_partition}")
+            if md.start_offset < min_base_offset:
+                raise self._invalid(op, f"listed start offset {md.start_offset} below "
+                                    f"min_base_offset {min_base_offset}")
+            if previous is not None and md.start_offset <= previous:
+                raise self._invalid(op, f"listed start offset {md.start_offset} after "
+                                    f"{previous}: not sorted, or two copies of one start offset")
+            previous = md.start_offset
+        return items
+
+    def delete_topic_partition(self, topic_partition: TopicPartition) -> None:
+        if not isinstance(topic_partition, TopicPartition):
+            raise RemoteStorageError(f"expected TopicPartition, got {topic_partition!r}")
+        self._call("delete_topic_partition", None, self._plugin.delete_topic_partition,
+                   topic_partition)
+
+
+class _GuardedStream(io.RawIOBase):
+    """A plugin's stream whose read errors become kafka-tiers errors."""
+
+    def __init__(self, inner: Any, translate: Callable[[BaseException], RemoteStorageError]
+                 ) -> None:
+        self._inner = inner
+        self._translate = translate
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        try:
+            chunk = self._inner.read(len(view))
+        except Exception as exc:
+            raise self._translate(exc) from None
+        if chunk is None:
+            return 0
+        if not isinstance(chunk, bytes | bytearray | memoryview):
+            raise self._translate(TypeError(f"stream returned {type(chunk).__name__}"))
+        n = len(chunk)
+        if n > len(view):
+            raise self._translate(ValueError(f"stream returned {n} bytes for a read of "
+                                             f"{len(view)}"))
+        view[:n] = chunk
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._inner.close()
+            except Exception as exc:
+                raise self._translate(exc) from None
+            finally:
+                super().close()
+
+
+__all__ = [
+    "DEFAULT_CUSTOM_METADATA_MAX_BYTES",
+    "GuardedRemoteStorage",
+    "secret_values",
+]

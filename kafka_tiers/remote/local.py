@@ -1,0 +1,281 @@
+"""The ``local`` storage plugin: a directory tree as the remote tier.
+
+The embedded default of the quick start and the tests, and a real remote tier on a shared
+file system (NFS). Built on the object-store level like every object-store backend; see
+:mod:`kafka_tiers.api.objectstore` for the key layout and commit protocol.
+
+Config keys (under ``rsm.config.`` in ``server.properties``):
+    ``dir`` (required): the root directory; created when missing.
+    ``key.prefix``: prepended to every key (default empty).
+
+Durability: every object is written to a temporary file under ``<dir>/.kt-tmp``, flushed with
+``fsync``, renamed into place (atomic on POSIX) and its directory fsynced, so a crash leaves the
+old object, or the whole new one, never a torn file. Keys are mapped to paths only after
+checking them: no key may escape ``dir`` (``..``, absolute keys and symlinks pointing out are
+refused).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
+
+from kafka_tiers.api import (
+    ByteRange,
+    ConfigError,
+    ObjectInfo,
+    ObjectStore,
+    ObjectStoreRemoteStorageManager,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    StorageCapability,
+    TopicPartition,
+)
+from kafka_tiers.api.objectstore import validate_key
+
+#: The directory (under the root) holding files being written; never listed.
+TMP_DIR = ".kt-tmp"
+
+_CHUNK = 1 << 20
+
+
+class _RangeReader(io.RawIOBase):
+    """Reads ``length`` bytes of an open file from its current position, then closes it."""
+
+    def __init__(self, fh: BinaryIO, length: int) -> None:
+        self._fh = fh
+        self._remaining = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._remaining)
+        if want <= 0:
+            return 0
+        n = self._fh.readinto(view[:want])  # type: ignore[attr-defined]
+        self._remaining -= n or 0
+        return n or 0
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        finally:
+            super().close()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some file systems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+class LocalObjectStore(ObjectStore):
+    """An :class:`ObjectStore` on a directory: key ``a/b/c`` is the file ``<root>/a/b/c``.
+
+    Args:
+        root: the directory; created when missing.
+
+    Raises:
+        ConfigError: ``root`` cannot be created or is not a directory.
+    """
+
+    max_delete_batch: ClassVar[int] = 1000
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        path = Path(root)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / TMP_DIR).mkdir(exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create directory {path}: {exc.strerror or exc}",
+                              key="dir", value=str(root)) from None
+        self.root = path.resolve()
+
+    def path_of(self, key: str) -> Path:
+        """The file of a key.
+
+        Raises:
+            RemoteStorageError: the key is unsafe, reserved (a part starting with ``.``), or
+                resolves outside the root.
+        """
+        validate_key(key)
+        if any(part.startswith(".") for part in key.split("/")):
+            raise RemoteStorageError(f"invalid object key {key!r}: parts starting with '.' "
+                                     "are reserved", resource=key)
+        path = self.root.joinpath(*key.split("/"))
+        resolved = path.resolve()
+        if resolved != path or not resolved.is_relative_to(self.root):
+            raise RemoteStorageError(f"invalid object key {key!r}: it leaves the root",
+                                     resource=key)
+        return path
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        target = self.path_of(key)
+        tmp = self.root / TMP_DIR / f"{uuid.uuid4().hex}.tmp"
+        written = 0
+        try:
+            with open(tmp, "wb") as out:
+                while True:
+                    chunk = data.read(_CHUNK)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    written += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            for attempt in range(5):  # a concurrent delete may remove the empty parent dirs
+                self._make_parents(target.parent)
+                try:
+                    os.replace(tmp, target)
+                    break
+                except FileNotFoundError:
+                    if attempt == 4 or not tmp.exists():
+                        raise
+            _fsync_dir(target.parent)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return written
+
+    def _make_parents(self, directory: Path) -> None:
+        missing = []
+        current = directory
+        while not current.exists() and current != self.root:
+            missing.append(current)
+            current = current.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        for made in reversed(missing):
+            _fsync_dir(made.parent)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
+        path = self.path_of(key)
+        try:
+            fh = open(path, "rb", buffering=0)  # noqa: SIM115 - the returned stream owns it
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise RemoteResourceNotFoundError(f"no object {key}", resource=key) from None
+        try:
+            if byte_range is None:
+                length = os.fstat(fh.fileno()).st_size
+            else:
+                fh.seek(byte_range.first)
+                length = byte_range.size
+        except BaseException:
+            fh.close()
+            raise
+        return io.BufferedReader(_RangeReader(fh, length))  # type: ignore[return-value]
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        parents = set()
+        for key in keys:
+            path = self.path_of(key)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            parents.add(path.parent)
+        for directory in parents:
+            if directory.exists():
+                _fsync_dir(directory)
+            self._prune(directory)
+
+    def _prune(self, directory: Path) -> None:
+        """Remove empty directories up to (not including) the root."""
+        current = directory
+        while current != self.root and current.is_relative_to(self.root):
+            try:
+                current.rmdir()
+            except OSError:  # not empty, or gone
+                return
+            current = current.parent
+
+    def list(self, prefix: str) -> Iterable[ObjectInfo]:
+        head, _, _ = prefix.rpartition("/")
+        start = self.root
+        if head:
+            try:
+                start = self.path_of(head)
+            except RemoteStorageError:
+                return []
+        return list(self._walk(start, prefix))
+
+    def _walk(self, start: Path, prefix: str) -> Iterator[ObjectInfo]:
+        if not start.is_dir():
+            return
+        for dirpath, dirnames, filenames in os.walk(start):
+            current = Path(dirpath)
+            rel_dir = current.relative_to(self.root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir + "/"
+            dirnames[:] = sorted(
+                d for d in dirnames
+                if not d.startswith(".")
+                and ((rel_dir + d + "/").startswith(prefix)
+                     or prefix.startswith(rel_dir + d + "/")))
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                key = rel_dir + name
+                if not key.startswith(prefix):
+                    continue
+                try:
+                    st = (current / name).stat()
+                except FileNotFoundError:
+                    continue
+                yield ObjectInfo(key, st.st_size, st.st_mtime_ns // 1_000_000)
+
+    def collect_temp_files(self, min_age_ms: int) -> list[str]:
+        """Delete temporary files older than ``min_age_ms`` left by a crash mid-write;
+        returns their names."""
+        cutoff = time.time() - min_age_ms / 1000
+        removed = []
+        for entry in (self.root / TMP_DIR).iterdir():
+            try:
+                if entry.stat().st_mtime <= cutoff:
+                    entry.unlink()
+                    removed.append(entry.name)
+            except FileNotFoundError:
+                continue
+        return sorted(removed)
+
+
+class LocalRemoteStorageManager(ObjectStoreRemoteStorageManager):
+    """The ``local`` storage plugin: the remote tier is the directory ``dir``.
+
+    Config keys: ``dir`` (required), ``key.prefix`` (optional).
+    """
+
+    CAPABILITIES: ClassVar[frozenset[str]] = ObjectStoreRemoteStorageManager.CAPABILITIES | {
+        StorageCapability.CONCURRENT_ACCESS}
+
+    def create_object_store(self, config: Mapping[str, str]) -> LocalObjectStore:
+        root = (config.get("dir") or "").strip()
+        if not root:
+            raise ConfigError("dir is required: the directory that holds the remote tier",
+                              key="dir", expected="a directory path")
+        return LocalObjectStore(root)
+
+    def collect_orphans(self, min_age_ms: int, topic_partition: TopicPartition | None = None,
+                        *, now_ms: int | None = None, dry_run: bool = False) -> list[str]:
+        """As :meth:`ObjectStoreRemoteStorageManager.collect_orphans`; a whole-tree collection
+        (no ``topic_partition``) also removes temporary files left by a crash mid-write."""
+        removed = super().collect_orphans(min_age_ms, topic_partition, now_ms=now_ms,
+                                          dry_run=dry_run)
+        store = self.object_store
+        if topic_partition is None and not dry_run and isinstance(store, LocalObjectStore):
+            store.collect_temp_files(min_age_ms)
+        return removed
+
+
+__all__ = ["TMP_DIR", "LocalObjectStore", "LocalRemoteStorageManager"]

@@ -1,0 +1,116 @@
+"""The storage conformance suite fails deliberately broken backends, naming the broken rule,
+and passes the ``local`` backend when run through its options and its CLI command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tiers.cli import cli
+
+
+class Collector:
+    """A pytest plugin recording test outcomes and the rules failing tests name."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, str] = {}
+        self.rules: dict[str, set[str]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        name = report.nodeid.rpartition("::")[2]
+        first_news = self.outcomes.get(name) in (None, "passed")
+        if (report.when == "call" or report.outcome != "passed") and first_news:
+            self.outcomes[name] = report.outcome
+        for key, value in report.user_properties:
+            if key == "kt_failed_rules":
+                self.rules.setdefault(name, set()).update(str(value).split(","))
+
+    def failed(self) -> set[str]:
+        return {n for n, o in self.outcomes.items() if o == "failed"}
+
+    def all_rules(self) -> set[str]:
+        return {r for rules in self.rules.values() for r in rules}
+
+
+SUITE_FILE = """
+import pytest
+from kafka_tiers.conformance.storage import StorageSuite, StorageTarget
+from tests.remote.backends import {cls}
+
+class TestBroken(StorageSuite):
+    LARGE_SEGMENT_BYTES = 1024 * 1024
+
+    @pytest.fixture
+    def storage_target(self, tmp_path):
+        return StorageTarget.from_class({cls}, {{"dir": str(tmp_path / "remote")}})
+"""
+
+
+def run_suite(tmp_path: Path, backend: str) -> tuple[int, Collector]:
+    test_file = tmp_path / f"test_{backend.lower()}.py"
+    test_file.write_text(SUITE_FILE.format(cls=backend))
+    collector = Collector()
+    code = pytest.main([str(test_file), "-q", "-p", "no:cacheprovider", "--rootdir",
+                        str(tmp_path)], plugins=[collector])
+    return int(code), collector
+
+
+@pytest.mark.parametrize(("backend", "rule", "test_name"), [
+    ("NonOverwritingRetry", "retry-same-id-overwrites",
+     "test_retried_copy_with_the_same_id_overwrites"),
+    ("EndExclusiveFetch", "ranged-fetch-inclusive", "test_positions_by_lengths"),
+    ("EmptyInsteadOfNotFound", "missing-transaction-index-not-found",
+     "test_copy_without_transaction_index"),
+    ("ManifestFirst", "failed-copy-invisible", "test_unreadable_local_file"),
+])
+def test_suite_fails_a_broken_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      backend: str, rule: str, test_name: str) -> None:
+    code, collector = run_suite(tmp_path, backend)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert test_name in collector.failed(), sorted(collector.failed())
+    assert rule in collector.rules[test_name]
+    assert rule in out and "result: FAIL" in out
+    # the broken rule is the reason: most of the suite still passes
+    assert sum(1 for o in collector.outcomes.values() if o == "passed") > 10
+
+
+def test_broken_backends_fail_only_their_rules(tmp_path: Path) -> None:
+    _, collector = run_suite(tmp_path, "EndExclusiveFetch")
+    assert collector.all_rules() <= {"ranged-fetch-inclusive", "ranged-fetch-64bit",
+                                     "concurrent-access", "streams-closed", "large-segment",
+                                     "core-wrapper"}
+
+
+def test_options_run_the_suite_against_local(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    collector = Collector()
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                        "--kt-storage", "local", "--kt-storage-set", "dir={tmp}",
+                        "-k", "not large_segment"], plugins=[collector])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len([o for o in collector.outcomes.values() if o == "passed"]) >= 30
+    assert "kafka-tiers storage conformance" in out and "result: PASS" in out
+    assert "multipart_upload" in out and "not declared" in out
+
+
+def test_cli_runs_the_suite_against_local(tmp_path: Path) -> None:
+    props = tmp_path / "local.properties"
+    props.write_text("# the local backend's own keys\ndir={tmp}\n")
+    result = CliRunner().invoke(cli, ["conformance", "storage", "local", "--config", str(props),
+                                      "--", "-q", "-p", "no:cacheprovider", "-k",
+                                      "copy_fetch or ranges", "--rootdir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "result: PASS" in result.output
+
+
+def test_unknown_plugin_is_a_clear_failure(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                        "--kt-storage", "no-such-storage", "-k", "ranges"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "unknown remote storage plugin 'no-such-storage'" in out

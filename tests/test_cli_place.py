@@ -1,0 +1,133 @@
+"""``kafka-tiers place`` and ``kafka-tiers quickstart``: human and JSON output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tiers.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "kafka_tiers" / "samples" / "multi-level-cluster.json"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafka_tiers", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def place_json(*extra: str) -> dict:
+    res = CliRunner().invoke(cli, ["place", "--cluster", str(SAMPLE), "--partitions", "12",
+                                   "--replication-factor", "3", "--format", "json", *extra])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_json_is_kafka_reassignment_format() -> None:
+    doc = place_json("--topic", "orders", "--placer", "multi-level-rack", "--seed", "5")
+    assert doc["version"] == 1 and set(doc) == {"version", "partitions"}
+    parts = doc["partitions"]
+    assert [p["partition"] for p in parts] == list(range(12))
+    for p in parts:
+        assert set(p) == {"topic", "partition", "replicas"} and p["topic"] == "orders"
+        assert len(set(p["replicas"])) == 3 and p["replicas"][0] != 6  # 6 is fenced
+
+
+def test_seed_makes_it_deterministic_and_options_apply() -> None:
+    a = place_json("--seed", "9")
+    assert a == place_json("--seed", "9")
+    sub = place_json("--broker-ids", "1,2,3,4", "--seed", "9")
+    assert {r for p in sub["partitions"] for r in p["replicas"]} <= {1, 2, 3, 4}
+    simple = place_json("--force-simple", "--seed", "9", "--placer", "multi-level-rack")
+    assert simple["partitions"] and simple != place_json("--seed", "9",
+                                                         "--placer", "multi-level-rack")
+
+
+def test_existing_topic_continues_after_its_last_partition(tmp_path: Path) -> None:
+    first = place_json("--topic", "orders", "--seed", "1")
+    cluster = json.loads(SAMPLE.read_text())
+    cluster["assignments"] = first
+    f = tmp_path / "cluster.json"
+    f.write_text(json.dumps(cluster))
+    res = CliRunner().invoke(cli, ["place", "--cluster", str(f), "--partitions", "4",
+                                   "--replication-factor", "3", "--topic", "orders",
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert [p["partition"] for p in json.loads(res.output)["partitions"]] == [12, 13, 14, 15]
+
+
+def test_placer_and_seed_from_server_properties(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("broker.replica.placer=simple\nplacer.seed=4\n")
+    res = CliRunner().invoke(cli, ["place", "--cluster", str(SAMPLE), "--partitions", "3",
+                                   "--replication-factor", "2", "--config", str(props)])
+    assert res.exit_code == 0, res.output
+    assert "placer simple" in res.output
+
+
+def test_table_shows_brokers_levels_and_spread() -> None:
+    res = run("place", "--cluster", str(SAMPLE), "--partitions", "12",
+              "--replication-factor", "3", "--placer", "multi-level-rack", "--seed", "2")
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    for fragment in ("per broker", "per level 1 (3 domains)", "per level 2 (6 domains)",
+                     "/dc2/rack1", "balance (max - min)", "level 1 spread", "goal 3"):
+        assert fragment in text, fragment
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--cluster", "/nonexistent.json"], "error: cannot read /nonexistent.json"),
+    (["--replication-factor", "30"], "error: replication factor 30 is larger than the 12"),
+    (["--replication-factor", "0"], "error: replication factor must be at least 1, got 0"),
+    (["--placer", "nope"], "error: unknown replica placer 'nope'; installed:"),
+    (["--topic", "../etc"], "error: topic name '../etc' has characters other than"),
+])
+def test_errors_are_one_line(args: list[str], message: str) -> None:
+    base = {"--cluster": str(SAMPLE), "--partitions": "3", "--replication-factor": "3"}
+    for i in range(0, len(args), 2):
+        base[args[i]] = args[i + 1]
+    flat = [x for kv in base.items() for x in kv]
+    res = run("place", *flat)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_bad_cluster_file_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "c.json"
+    f.write_text('{"brokers": [{"id": 1, "rack": 5}]}')
+    res = run("place", "--cluster", str(f), "--partitions", "1", "--replication-factor", "1")
+    assert res.returncode == 1
+    assert res.stderr.strip() == f"error: {f}: brokers[0].rack: expected a string or null"
+
+
+def test_quickstart_human_and_json() -> None:
+    res = run("quickstart")
+    assert res.returncode == 0, res.stderr
+    assert "kafka-tiers quick start" in res.stdout
+    assert "replica placer 'multi-level-rack' from kafka-tiers" in " ".join(res.stdout.split())
+    assert "per level 1 (3 domains)" in res.stdout
+    res = run("quickstart", "--format", "json", "--partitions", "6")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["placer"] == "multi-level-rack"
+    assert len(doc["placement"]["partitions"]) == 6
+    assert doc["quality"]["levels"][0]["min_spread"] == 3
+
+
+def test_help_is_instant_and_lists_commands() -> None:
+    code = ("import sys, kafka_tiers.cli as c\n"
+            "try:\n    c.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in sys.modules if m.startswith(('rich', 'stevedore', "
+            "'kafka_tiers.placement', 'kafka_tiers.log'))]\nprint('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "HEAVY []" in out.stdout
+    for name in ("place", "plugins", "quickstart", "conformance"):
+        assert name in out.stdout
