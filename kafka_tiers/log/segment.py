@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -103,17 +104,10 @@ class LogSegment:
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
                  max_index_size: int = 10 * 1024 * 1024, active: bool = False,
                  created_ms: int | None = None) -> None:
-        self.dir = Path(directory)
+        self.dir = directory if isinstance(directory, Path) else Path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
-        name = segment_file_name(base_offset, "")
-        self.log_path = self.dir / (name + LOG_SUFFIX)
-        self.offset_index = OffsetIndex(self.dir / (name + INDEX_SUFFIX), base_offset,
-                                        max_index_size=max_index_size, writable=active)
-        self.time_index = TimeIndex(self.dir / (name + TIME_INDEX_SUFFIX), base_offset,
-                                    max_index_size=max_index_size, writable=active)
-        self.txn_index = TransactionIndex(self.dir / (name + TXN_INDEX_SUFFIX), base_offset)
         self._active = active
         self._fd: int | None = None
         self._fd_writable = False
@@ -131,6 +125,30 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path})"
+
+    # Files and indexes are built on first use: constructing a segment must stay cheap for
+    # brokers with tens of thousands of them (KIP-263).
+    @cached_property
+    def _name(self) -> str:
+        return segment_file_name(self.base_offset, "")
+
+    @cached_property
+    def log_path(self) -> Path:
+        return self.dir / (self._name + LOG_SUFFIX)
+
+    @cached_property
+    def offset_index(self) -> OffsetIndex:
+        return OffsetIndex(self.dir / (self._name + INDEX_SUFFIX), self.base_offset,
+                           max_index_size=self.max_index_size, writable=self._active)
+
+    @cached_property
+    def time_index(self) -> TimeIndex:
+        return TimeIndex(self.dir / (self._name + TIME_INDEX_SUFFIX), self.base_offset,
+                         max_index_size=self.max_index_size, writable=self._active)
+
+    @cached_property
+    def txn_index(self) -> TransactionIndex:
+        return TransactionIndex(self.dir / (self._name + TXN_INDEX_SUFFIX), self.base_offset)
 
     # ------------------------------------------------------------------ files
     @classmethod
