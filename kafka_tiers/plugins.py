@@ -184,9 +184,13 @@ def resolve_class(group: str, name_or_path: str) -> tuple[type[Plugin], str]:
 
 
 def _load_with_stevedore(group: str, name: str, label: str, dist: str | None) -> Any:
-    from stevedore import driver
+    from stevedore import driver, extension
     from stevedore.exception import NoMatches
 
+    # stevedore keeps a per-process list of each group's entry points, taken on first use; a
+    # plugin installed (or put on sys.path) since then would be listed by discover() but not
+    # loadable. Drop the group's list so loading sees what discovery sees.
+    extension.ExtensionManager.ENTRY_POINT_CACHE.pop(group, None)
     failure: list[BaseException] = []
 
     def on_failure(_manager: Any, _ep: Any, exc: BaseException) -> None:

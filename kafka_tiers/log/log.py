@@ -39,7 +39,7 @@ from kafka_tiers.log.errors import (
 )
 from kafka_tiers.log.index import TimestampOffset
 from kafka_tiers.log.leader_epoch import LeaderEpochCache
-from kafka_tiers.log.log_loader import load_segments
+from kafka_tiers.log.log_loader import load_segments, segment_factory
 from kafka_tiers.log.names import parse_partition_dir
 from kafka_tiers.log.records import (
     LOG_OVERHEAD,
@@ -50,7 +50,7 @@ from kafka_tiers.log.records import (
     set_partition_leader_epoch,
 )
 from kafka_tiers.log.recovery import RecoveryReport, check_segment, recover_segment
-from kafka_tiers.log.segment import BatchInfo, LogSegment, SegmentInfo
+from kafka_tiers.log.segment import BatchInfo, LogSegment, SegmentInfo, SegmentList
 from kafka_tiers.log.txnindex import AbortedTxn
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class Log:
     Build one with :meth:`open` (or through :class:`~kafka_tiers.log.log_manager.LogManager`).
     """
 
-    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
+    def __init__(self, directory: Path, config: LogConfig, segments: SegmentList, *,
                  topic_partition: TopicPartition | None, log_start_offset: int,
                  recovery_point: int, high_watermark: int, on_roll: RollCallback | None,
                  time_fn: Callable[[], float], report: RecoveryReport) -> None:
@@ -119,7 +119,6 @@ class Log:
         self._time = time_fn
         self._lock = threading.RLock()
         self._segments = segments
-        self._bases = [s.base_offset for s in segments]
         self.load_report = report
         self._closed = False
         self._log_end_offset = segments[-1].next_offset
@@ -141,7 +140,8 @@ class Log:
              recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
              clean_shutdown: bool = False, sanity_check_all: bool = True,
              on_roll: RollCallback | None = None,
-             time_fn: Callable[[], float] = time.time) -> Log:
+             time_fn: Callable[[], float] = time.time,
+             segment_list: tuple[int, list[int]] | None = None) -> Log:
         """Open (creating when missing) the log in ``directory``.
 
         Args:
@@ -152,6 +152,8 @@ class Log:
             clean_shutdown: the log dir held ``.kafka_cleanshutdown``.
             sanity_check_all: ``sanity.check.all.logs.enabled`` (KIP-263).
             on_roll: called after each roll with the rolled segment.
+            segment_list: ``(dir mtime ns, base offsets)`` from the log dir's segment list,
+                used instead of listing the directory when still valid (clean shutdown only).
 
         Raises:
             InvalidTopicError: the directory name is not ``<topic>-<partition>``.
@@ -175,7 +177,8 @@ class Log:
         result = load_segments(path, config, recovery_point=recovery_point,
                                log_start_offset=log_start_offset,
                                clean_shutdown=clean_shutdown,
-                               sanity_check_all=sanity_check_all, on_batch=on_batch)
+                               sanity_check_all=sanity_check_all, on_batch=on_batch,
+                               segment_list=segment_list)
         log = cls(path, config, result.segments, topic_partition=tp,
                   log_start_offset=log_start_offset, recovery_point=recovery_point,
                   high_watermark=high_watermark, on_roll=on_roll, time_fn=time_fn,
@@ -231,6 +234,11 @@ class Log:
         with self._lock:
             return sum(s.size for s in self._segments)
 
+    def segment_bases(self) -> list[int]:
+        """The base offsets of the segments, oldest first (no segment is opened)."""
+        with self._lock:
+            return list(self._segments.bases)
+
     @property
     def num_segments(self) -> int:
         return len(self._segments)
@@ -261,19 +269,23 @@ class Log:
     # ------------------------------------------------------------------ lazy checks
     def _segment_index(self, offset: int) -> int:
         """Index of the segment holding ``offset`` (floor by base offset), or -1."""
-        return bisect.bisect_right(self._bases, offset) - 1
+        return bisect.bisect_right(self._segments.bases, offset) - 1
 
     def _ensure_checked(self, seg: LogSegment) -> None:
-        """Sanity-check ``seg`` (and every unchecked segment before it) if it was not yet, as
-        KIP-263 requires before a segment is served."""
+        """Sanity-check ``seg`` if it was not yet, as KIP-263 requires before a segment is
+        served; when it was damaged, every unchecked segment before it is checked too."""
         if seg.checked:
             return
         idx = self._segments.index(seg)
-        for i in range(idx + 1):
-            s = self._segments[i]
-            if not s.checked:
-                nxt = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
-                self.load_report.merge(check_segment(s, max_offset=nxt))
+        nxt = self._segments.bases[idx + 1] if idx + 1 < len(self._segments) else None
+        report = check_segment(seg, max_offset=nxt)
+        self.load_report.merge(report)
+        if report.recovered:
+            for i in range(idx):
+                s = self._segments[i]
+                if not s.checked:
+                    self.load_report.merge(
+                        check_segment(s, max_offset=self._segments.bases[i + 1]))
 
     def check_segments(self, *, max_segments: int | None = None) -> int:
         """Sanity-check segments not yet checked, one lock hold per segment (for a background
@@ -293,7 +305,8 @@ class Log:
     @property
     def unchecked_segments(self) -> int:
         with self._lock:
-            return sum(1 for s in self._segments if not s.checked)
+            made = self._segments.made()
+            return self._segments.unmade_count() + sum(1 for s in made if not s.checked)
 
     # ------------------------------------------------------------------ append
     def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
@@ -428,7 +441,6 @@ class Log:
                                     max_index_size=self.config.max_index_size)
             fsync_dir(self.dir)
             self._segments.append(new)
-            self._bases.append(new_base)
             # the rolled segment was fsynced by become_inactive
             if self._recovery_point < new_base:
                 self._recovery_point = new_base
@@ -666,7 +678,6 @@ class Log:
         for seg in doomed:
             self._segments.remove(seg)
             seg.delete()
-        self._bases = [s.base_offset for s in self._segments]
         first = self._segments[0].base_offset
         if first > self._local_log_start_offset:
             self._local_log_start_offset = first
@@ -704,18 +715,16 @@ class Log:
         (the log start offset is unchanged). Returns how many segments were deleted."""
         with self._lock:
             self._check_open()
-            doomed = []
-            for i, seg in enumerate(self._segments[:-1]):
-                if self._segments[i + 1].base_offset <= offset and \
-                        self._segments[i + 1].base_offset <= self._high_watermark:
-                    doomed.append(seg)
-                else:
-                    break
+            bases = self._segments.bases
+            count = 0
+            while count + 1 < len(bases) and bases[count + 1] <= min(offset,
+                                                                     self._high_watermark):
+                count += 1
+            doomed = self._segments[:count]
             if doomed:
                 for seg in doomed:
                     self._segments.remove(seg)
                     seg.delete()
-                self._bases = [s.base_offset for s in self._segments]
                 fsync_dir(self.dir)
             self._local_log_start_offset = max(self._local_log_start_offset,
                                                self._segments[0].base_offset)
@@ -746,8 +755,7 @@ class Log:
             for seg in doomed:
                 self._segments.remove(seg)
                 seg.delete()
-            self._bases = [s.base_offset for s in self._segments]
-            active = self._segments[-1]
+                active = self._segments[-1]
             self._ensure_checked(active)
             active.become_active()
             active.truncate_to(offset)
@@ -764,8 +772,8 @@ class Log:
             new = LogSegment.create(self.dir, offset,
                                     index_interval_bytes=self.config.index_interval_bytes,
                                     max_index_size=self.config.max_index_size)
-            self._segments = [new]
-            self._bases = [offset]
+            self._segments = SegmentList([offset], segment_factory(self.dir, self.config),
+                                         {offset: new})
             self._log_end_offset = offset
             self._log_start_offset = offset
             self._local_log_start_offset = offset
@@ -818,7 +826,7 @@ class Log:
             if self._closed:
                 return
             self.flush()
-            for seg in self._segments:
+            for seg in self._segments.made():
                 seg.close()
             self._closed = True
 

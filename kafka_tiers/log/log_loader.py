@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,78 +40,107 @@ from kafka_tiers.log.recovery import (
     check_segments,
     recover_from,
 )
-from kafka_tiers.log.segment import LogSegment
+from kafka_tiers.log.segment import LogSegment, SegmentList
 
 logger = logging.getLogger(__name__)
+
+_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, TEMP_SUFFIX, SWAP_SUFFIX)
 
 
 @dataclass
 class LoadResult:
     """The segments of a loaded partition and how loading went."""
 
-    segments: list[LogSegment]
+    segments: SegmentList
     report: RecoveryReport = field(default_factory=RecoveryReport)
     clean_shutdown: bool = True
     checked_all: bool = True
 
 
-def scan_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
-    """Build (lazy) segments from the names in ``directory`` and clean up leftovers."""
+def scan_segments(directory: Path, config: LogConfig) -> SegmentList:
+    """Build (lazy) segments from the names in ``directory`` and clean up leftovers.
+
+    One ``listdir`` and string checks per name: no file is opened or stat'ed.
+    """
+    names = os.listdir(directory)
     logs: list[int] = []
-    others: list[tuple[int, str]] = []
-    for name in os.listdir(directory):
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, TEMP_SUFFIX, SWAP_SUFFIX)):
+    indexes: list[str] = []
+    for name in names:
+        if name.endswith(LOG_SUFFIX):
+            stem = name[:-4]
+            if len(stem) == 20 and stem.isdigit():
+                logs.append(int(stem))
+        elif name.endswith(_INDEX_SUFFIXES):
+            indexes.append(name)
+        elif name.endswith(_LEFTOVER_SUFFIXES):
             path = directory / name
-            if path.is_file():
+            ours = parse_segment_file(name) is not None or name.endswith(TEMP_SUFFIX)
+            if ours and path.is_file():
                 logger.info("removing leftover %s", path)
                 path.unlink(missing_ok=True)
-            continue
-        parsed = parse_segment_file(name)
-        if parsed is None:
-            continue
-        base, suffix, state = parsed
-        if state:
-            continue
-        if suffix == LOG_SUFFIX:
-            logs.append(base)
-        else:
-            others.append((base, name))
-    bases = set(logs)
-    for base, name in others:
-        if base not in bases and name.endswith((".index", ".timeindex", ".txnindex")):
-            logger.info("removing index %s without a log file", directory / name)
-            (directory / name).unlink(missing_ok=True)
+    if indexes:
+        stems = {name[:-4] for name in names if name.endswith(LOG_SUFFIX)}
+        for name in indexes:
+            stem = name.split(".", 1)[0]
+            if stem not in stems and len(stem) == 20 and stem.isdigit():
+                logger.info("removing index %s without a log file", directory / name)
+                (directory / name).unlink(missing_ok=True)
     logs.sort()
-    return [LogSegment(directory, base, index_interval_bytes=config.index_interval_bytes,
-                       max_index_size=config.max_index_size) for base in logs]
+    return SegmentList(logs, segment_factory(directory, config))
+
+
+def segment_factory(directory: Path, config: LogConfig) -> Callable[[int], LogSegment]:
+    """Makes the (inactive, lazy) segment of a base offset in ``directory``."""
+    interval, max_size = config.index_interval_bytes, config.max_index_size
+
+    def make(base: int) -> LogSegment:
+        return LogSegment(directory, base, index_interval_bytes=interval,
+                          max_index_size=max_size)
+
+    return make
 
 
 def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
                   log_start_offset: int, clean_shutdown: bool, sanity_check_all: bool,
-                  on_batch: BatchCallback | None = None) -> LoadResult:
+                  on_batch: BatchCallback | None = None,
+                  segment_list: tuple[int, list[int]] | None = None) -> LoadResult:
     """Load a partition directory; see the module doc for what is checked when.
+
+    ``segment_list`` is ``(dir mtime ns, base offsets)`` recorded at the last clean shutdown;
+    after a clean shutdown, when the directory's mtime is unchanged, it replaces listing the
+    directory.
 
     Returns the segments, oldest first, the last one active (writable). There is always at
     least one segment (an empty one at the log start offset is created when needed).
     """
-    segments = scan_segments(directory, config)
+    segments = None
+    if clean_shutdown and segment_list is not None and segment_list[1]:
+        try:
+            unchanged = os.stat(directory).st_mtime_ns == segment_list[0]
+        except OSError:
+            unchanged = False
+        if unchanged:
+            segments = SegmentList(list(segment_list[1]), segment_factory(directory, config))
+    if segments is None:
+        segments = scan_segments(directory, config)
     report = RecoveryReport()
     if not segments:
-        segments = [LogSegment.create(directory, max(log_start_offset, 0),
-                                      index_interval_bytes=config.index_interval_bytes,
-                                      max_index_size=config.max_index_size)]
+        segments.append(LogSegment.create(directory, max(log_start_offset, 0),
+                                          index_interval_bytes=config.index_interval_bytes,
+                                          max_index_size=config.max_index_size))
         return LoadResult(segments, report, clean_shutdown, True)
     if clean_shutdown:
         if sanity_check_all:
             report.merge(check_segments(segments[:-1], on_batch=None))
         report.merge(check_segment(segments[-1], deep_tail=True, on_batch=None))
     else:
-        for i, seg in enumerate(segments):
-            if seg.base_offset >= recovery_point:
+        bases = segments.bases
+        for i in range(len(bases)):
+            nxt = bases[i + 1] if i + 1 < len(bases) else None
+            if nxt is None or nxt > recovery_point:
                 break
-            nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
-            if nxt is not None and nxt <= recovery_point:
-                report.merge(check_segment(seg, max_offset=nxt))
+            report.merge(check_segment(segments[i], max_offset=nxt))
         report.merge(recover_from(segments, recovery_point, on_batch=on_batch))
     segments[-1].become_active()
     return LoadResult(segments, report, clean_shutdown, sanity_check_all or not clean_shutdown)

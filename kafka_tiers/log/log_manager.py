@@ -39,7 +39,9 @@ from kafka_tiers.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    SEGMENT_LIST_FILE,
     OffsetCheckpointFile,
+    SegmentListCheckpoint,
     fsync_dir,
     has_clean_shutdown,
     read_meta_properties,
@@ -131,6 +133,7 @@ class LogManager:
             self._load_dir(log_dir, report)
         for log_dir in self.log_dirs:
             remove_clean_shutdown(log_dir)
+            SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).remove()
         report.logs = len(self._logs)
         report.seconds = time.perf_counter() - start
         self.report = report
@@ -166,6 +169,12 @@ class LogManager:
             recovery_points, clean = {}, False
         start_offsets = self._read_optional(log_dir / LOG_START_OFFSET_CHECKPOINT, report)
         high_watermarks = self._read_optional(log_dir / REPLICATION_OFFSET_CHECKPOINT, report)
+        segment_lists: dict[TopicPartition, tuple[int, list[int]]] = {}
+        if clean:
+            try:
+                segment_lists = SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).read()
+            except LogDirError as exc:
+                logger.warning("%s; listing the partition directories instead", exc)
         jobs: list[tuple[TopicPartition, Path]] = []
         for entry in os.scandir(log_dir):
             if not entry.is_dir(follow_symlinks=False):
@@ -189,7 +198,7 @@ class LogManager:
                 log_start_offset=start_offsets.get(tp, 0),
                 high_watermark=high_watermarks.get(tp, 0), clean_shutdown=clean,
                 sanity_check_all=self.sanity_check_all, on_roll=self.on_roll,
-                time_fn=self._time)
+                time_fn=self._time, segment_list=segment_lists.get(tp))
             return tp, path, log
 
         if self.recovery_threads_per_dir == 1 or len(jobs) < 2:
@@ -359,6 +368,14 @@ class LogManager:
             for log in self._logs.values():
                 log.close()
             self.checkpoint()
+            for log_dir in self.log_dirs:
+                lists = {}
+                for tp, d in self._log_dir_of.items():
+                    if d == log_dir:
+                        log = self._logs[tp]
+                        lists[tp] = (os.stat(log.dir).st_mtime_ns, log.segment_bases())
+                if log_dir in self._lock_fds:
+                    SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).write(lists)
             for log_dir in self.log_dirs:
                 if log_dir in self._lock_fds:
                     write_clean_shutdown(log_dir, broker_epoch)

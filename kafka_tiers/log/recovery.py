@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kafka_tiers.log.errors import CorruptIndexError, CorruptRecordError
 from kafka_tiers.log.records import RecordBatch
-from kafka_tiers.log.segment import LogSegment, RecoveryResult
+from kafka_tiers.log.segment import LogSegment, RecoveryResult, SegmentList
 
 logger = logging.getLogger(__name__)
 
@@ -51,17 +52,13 @@ def recover_segment(segment: LogSegment, *, max_offset: int | None = None,
     return result
 
 
-def recover_from(segments: list[LogSegment], recovery_point: int, *,
+def recover_from(segments: SegmentList, recovery_point: int, *,
                  on_batch: BatchCallback | None = None) -> RecoveryReport:
     """Recover, in place, every segment of ``segments`` from the one holding
     ``recovery_point``; a cut segment makes every later one be deleted and removed from the
     list."""
     report = RecoveryReport()
-    start = 0
-    for i, seg in enumerate(segments):
-        if seg.base_offset <= recovery_point:
-            start = i
-    i = start
+    i = max(bisect.bisect_right(segments.bases, recovery_point) - 1, 0)
     while i < len(segments):
         seg = segments[i]
         nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None

@@ -14,6 +14,7 @@ written since the previous entry; the time index gets a final entry when the seg
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import threading
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafka_tiers.log.errors import CorruptIndexError, CorruptRecordError, LogClosedError
 from kafka_tiers.log.handles import HANDLES
@@ -637,8 +638,10 @@ class LogSegment:
             if ts.timestamp >= 0 and self.time_index.loaded:
                 self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
             self.flush()
-        self.offset_index.close()
-        self.time_index.close()
+        for name in ("offset_index", "time_index"):
+            index = self.__dict__.get(name)  # never built: nothing to close
+            if index is not None:
+                index.close()
         with self._fd_lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -650,8 +653,10 @@ class LogSegment:
         """Release open descriptors and mappings of an inactive segment (reopened on use)."""
         if not self._active:
             self.release()
-            self.offset_index.release()
-            self.time_index.release()
+            for name in ("offset_index", "time_index"):
+                index = self.__dict__.get(name)
+                if index is not None:
+                    index.release()
 
     def files(self) -> list[Path]:
         """The segment's files that exist."""
@@ -680,4 +685,67 @@ class LogSegment:
         self._closed = True
 
 
-__all__ = ["BatchHeader", "BatchInfo", "LogSegment", "RecoveryResult", "SegmentInfo"]
+class SegmentList:
+    """A partition's segments ordered by base offset, built lazily from base offsets.
+
+    Startup lists base offsets only; a :class:`LogSegment` object is made the first time a
+    segment is looked at, so a partition with thousands of segments costs one int each until
+    used. Supports the list operations the log needs (index, slices, remove, append).
+    """
+
+    def __init__(self, bases: list[int], factory: Callable[[int], LogSegment],
+                 made: dict[int, LogSegment] | None = None) -> None:
+        self.bases = bases
+        self._factory = factory
+        self._made: dict[int, LogSegment] = made or {}
+
+    def _get(self, base: int) -> LogSegment:
+        seg = self._made.get(base)
+        if seg is None:
+            seg = self._made[base] = self._factory(base)
+        return seg
+
+    def __len__(self) -> int:
+        return len(self.bases)
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._get(b) for b in self.bases[i]]
+        return self._get(self.bases[i])
+
+    def __iter__(self) -> Iterator[LogSegment]:
+        for base in list(self.bases):
+            yield self._get(base)
+
+    def __delitem__(self, i: slice) -> None:
+        for base in self.bases[i]:
+            self._made.pop(base, None)
+        del self.bases[i]
+
+    def index(self, seg: LogSegment) -> int:
+        i = bisect.bisect_left(self.bases, seg.base_offset)
+        if i == len(self.bases) or self.bases[i] != seg.base_offset:
+            raise ValueError(f"{seg} is not in the list")
+        return i
+
+    def remove(self, seg: LogSegment) -> None:
+        i = self.index(seg)
+        del self.bases[i]
+        self._made.pop(seg.base_offset, None)
+
+    def append(self, seg: LogSegment) -> None:
+        if self.bases and seg.base_offset <= self.bases[-1]:
+            raise ValueError(f"{seg} does not come after base offset {self.bases[-1]}")
+        self.bases.append(seg.base_offset)
+        self._made[seg.base_offset] = seg
+
+    def made(self) -> list[LogSegment]:
+        """The segments built so far (the others were never touched)."""
+        return [self._made[b] for b in self.bases if b in self._made]
+
+    def unmade_count(self) -> int:
+        return len(self.bases) - sum(1 for b in self.bases if b in self._made)
+
+
+__all__ = ["BatchHeader", "BatchInfo", "LogSegment", "RecoveryResult", "SegmentInfo",
+           "SegmentList"]

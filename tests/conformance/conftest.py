@@ -28,7 +28,9 @@ def run_suite(pytester: pytest.Pytester):
     """Run the placer suite in-process against a placer: ``run_suite(name, *pytest_args)``."""
 
     def run(placer: str, *args: str) -> SuiteRun:
-        result = pytester.runpytest("--kt-placer", placer, "-p", "no:cacheprovider", *args)
+        # other plugins of this environment only slow the nested runs down
+        result = pytester.runpytest("--kt-placer", placer, "-p", "no:cacheprovider",
+                                    "-p", "no:hypothesispytest", "-p", "no:benchmark", *args)
         out = result.stdout.str()
         broken = {r.strip() for line in _BROKEN.findall(out) for r in line.split(",")}
         return SuiteRun(int(result.ret), out, broken, result.parseoutcomes())

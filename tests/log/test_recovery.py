@@ -94,10 +94,10 @@ def test_clean_shutdown_with_check_off_touches_only_the_active_segment(tmp_path:
             assert seg._fd is None and seg._size is None
         assert segs[-1].checked
         assert log.unchecked_segments == len(segs) - 1
-        # first access of a segment checks it (and those before it)
+        # first access of a segment checks that segment only
         log.read(segs[2].base_offset, 10)
-        assert [s.checked for s in segs[:3]] == [True, True, True]
-        assert log.check_segments() == len(segs) - 4
+        assert [s.checked for s in segs[:3]] == [False, False, True]
+        assert log.check_segments() == len(segs) - 2
         assert log.unchecked_segments == 0
         assert read_all(log) == list(enumerate(values))
     finally:
@@ -143,6 +143,8 @@ def test_lazily_found_bad_index_is_rebuilt_before_serving(tmp_path: Path, damage
         base = int(index.stem)
         assert log.read(base + 3, 1).batches()[0].base_offset == base + 3
         assert base in log.load_report.recovered
+        # damage found: the segments before it were checked too (document 002)
+        assert log.segments()[0].checked
         assert read_all(log) == list(enumerate(values))
         assert log.offset_for_timestamp(1000 + base + 5).offset == base + 5
     finally:

@@ -10,6 +10,7 @@ skipped.
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -96,30 +97,60 @@ class Outcome:
     seconds: float = 0.0
 
 
+class _Worker:
+    """A daemon thread that runs ``place`` calls one at a time. A call that overruns its time
+    limit leaves its worker stuck; the next call gets a new worker."""
+
+    _current: _Worker | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue]] = (
+            queue.SimpleQueue())
+        self.thread = threading.Thread(target=self._loop, name="kt-conformance-place",
+                                       daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            func, reply = self.jobs.get()
+            try:
+                reply.put(("result", func()))
+            except BaseException as exc:  # reported as the outcome
+                reply.put(("error", exc))
+
+    @classmethod
+    def run(cls, func: Callable[[], Any], timeout: float) -> tuple[str, Any] | None:
+        """``("result", value)`` or ``("error", exc)``; None after ``timeout`` seconds."""
+        with cls._lock:
+            if cls._current is None:
+                cls._current = cls()
+            worker = cls._current
+        reply: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        worker.jobs.put((func, reply))
+        try:
+            return reply.get(timeout=timeout)
+        except queue.Empty:
+            with cls._lock:
+                if cls._current is worker:
+                    cls._current = None
+            return None
+
+
 def call_place(placer: ReplicaPlacer, case: Case, timeout: float) -> Outcome:
     """Call ``placer.place`` for ``case`` in a helper thread, giving up after ``timeout``
-    seconds (the thread is left to finish on its own)."""
-    box: dict[str, Any] = {}
+    seconds (the call is then left to finish on its own)."""
     subset = None if case.shape.subset is None else list(case.shape.subset)
     cluster = case.cluster()
-
-    def run() -> None:
-        try:
-            box["result"] = placer.place(case.spec, cluster, subset)
-        except BaseException as exc:  # reported as the outcome
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="kt-conformance-place", daemon=True)
     start = time.perf_counter()
-    thread.start()
-    thread.join(timeout)
+    answer = _Worker.run(lambda: placer.place(case.spec, cluster, subset), timeout)
     seconds = time.perf_counter() - start
-    if thread.is_alive():
+    if answer is None:
         return Outcome("timeout", seconds=seconds)
-    if "error" in box:
-        return Outcome("raised", error=box["error"], seconds=seconds)
-    result = box.get("result")
-    return Outcome("deferred" if result is None else "ok", result, seconds=seconds)
+    kind, value = answer
+    if kind == "error":
+        return Outcome("raised", error=value, seconds=seconds)
+    return Outcome("deferred" if value is None else "ok", value, seconds=seconds)
 
 
 class PlacementRun:
