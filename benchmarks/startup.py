@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     partitions = args.partitions or (20 if args.quick else 50)
     segments = args.segments or (600 if args.quick else 3000)
-    runs = args.runs or (2 if args.quick else 3)
+    runs = args.runs or (2 if args.quick else 5)
     per_partition = max(1, segments // partitions)
     base = Path(tempfile.mkdtemp(prefix="kt-startup-", dir=args.dir))
     try:

@@ -655,8 +655,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         StorageCapability.LARGE_SEGMENTS,
     })
 
+    _store: ObjectStore | None = None
+    _prefix: str = ""
+
     def __init__(self) -> None:
-        self._store: ObjectStore | None = None
+        self._store = None
         self._prefix = ""
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -16,8 +16,9 @@ Options:
 
 Path selection: when a suite option (``--kt-placer``, ``--kt-storage``) is given and pytest got no
 test paths on its command line, the suite's package directory replaces the default paths
-(``testpaths`` or the current directory). Explicit paths are kept as given. A suite option whose
-package is not installed is a usage error.
+(``testpaths`` or the current directory), and conftest discovery stops at
+``kafka_tiers/conformance`` (``--confcutdir``). Explicit paths are kept as given. A suite option
+whose package is not installed is a usage error.
 
 Summary: a test of a suite takes part in the end-of-run summary by putting these pairs in its
 ``user_properties`` (the placer suite's base class does this for every test):
@@ -25,7 +26,9 @@ Summary: a test of a suite takes part in the end-of-run summary by putting these
 * ``("kt_suite", kind)`` and ``("kt_area", area)``: which suite and behaviour area it belongs to;
 * ``("kt_plugin", label)``: the plugin under test, in words;
 * ``("kt_capability", "name|declared|enabled|reason")``: one per capability of the plugin
-  (``declared`` and ``enabled`` are ``yes``/``no``);
+  (``declared`` and ``enabled`` are ``yes``/``no``); the form
+  ``"name|declared|enabled|kind|reason"`` adds ``kind``: ``tests`` (the default) when the
+  capability gates tests, ``cases`` when it selects which generated cases run;
 * ``("kt_requires", "cap1,cap2")``: the capabilities the test needs (skipped when one is off);
 * ``("kt_failed_rules", "rule-a,rule-b")``: the rules a failing test found broken.
 """
@@ -35,7 +38,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pluggy import HookimplMarker
+
 from kafka_tiers.conformance import SUITES, SuiteNotInstalledError
+
+#: pytest's hook marker (pluggy's, so that this module need not import pytest).
+_hookimpl = HookimplMarker("pytest")
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -69,6 +77,24 @@ def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _suite_selected_implicitly(namespace: Any) -> bool:
+    given = any(getattr(namespace, suite.dest, None) for suite in SUITES.values())
+    return given and not getattr(namespace, "file_or_dir", None)
+
+
+@_hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str]) -> None:
+    """When a suite is selected implicitly (its option, no test paths), stop conftest discovery
+    at ``kafka_tiers/conformance`` (pytest hook, run first): the suites need no conftest of the
+    directories above them, and those (for example a checkout's own root ``conftest.py``)
+    cannot be loaded from a run rooted elsewhere."""
+    namespace = early_config.known_args_namespace
+    if _suite_selected_implicitly(namespace):
+        from pathlib import Path
+
+        namespace.confcutdir = str(Path(__file__).resolve().parent)
+
+
 _STATE_KEY: Any = None
 
 
@@ -99,6 +125,17 @@ def pytest_configure(config: Any) -> None:
             chosen.append(str(suite.path()))
         except SuiteNotInstalledError as exc:
             raise pytest.UsageError(f"{suite.option}: {exc}") from None
+    placer = config.getoption("kt_placer", None)
+    if placer and ":" not in placer:
+        # An entry-point name can be checked now: a wrong one is one clear line, not an
+        # error per test. (Import paths may need the test directories on sys.path first.)
+        from kafka_tiers.api.errors import PluginError
+        from kafka_tiers.plugins import PLACER_GROUP, resolve_class
+
+        try:
+            resolve_class(PLACER_GROUP, placer)
+        except PluginError as exc:
+            raise pytest.UsageError(f"--kt-placer: {exc}") from None
     if chosen and config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = chosen
         config.args_source = pytest.Config.ArgsSource.ARGS
@@ -135,8 +172,7 @@ def pytest_runtest_logreport(report: Any) -> None:
         state.plugins[suite] = props["kt_plugin"]
     for key, value in report.user_properties:
         if key == "kt_capability":
-            name, declared, enabled, reason = [*str(value).split("|", 3), "", "", ""][:4]
-            state.capabilities.setdefault(suite, {})[name] = (declared, enabled, reason)
+            state.capabilities.setdefault(suite, {}).update([_capability(str(value))])
     if props.get("kt_requires"):
         item.requires = tuple(x for x in props["kt_requires"].split(",") if x)
     if report.skipped and report.when in ("setup", "call"):
@@ -148,6 +184,15 @@ def pytest_runtest_logreport(report: Any) -> None:
         item.outcome = "failed" if report.when == "call" else "error"
         if props.get("kt_failed_rules"):
             item.failed_rules = tuple(props["kt_failed_rules"].split(","))
+
+
+def _capability(value: str) -> tuple[str, tuple[str, str, str, str]]:
+    """Parse ``name|declared|enabled|reason`` or ``name|declared|enabled|kind|reason``."""
+    parts = [*value.split("|"), "", "", ""]
+    name, declared, enabled = parts[:3]
+    if len(value.split("|")) >= 5 and parts[3] in ("tests", "cases"):
+        return name, (declared, enabled, parts[3], "|".join(value.split("|")[4:]))
+    return name, (declared, enabled, "tests", "|".join(value.split("|")[3:]))
 
 
 #: the states of the runs in progress, innermost last (pytester nests runs in one process).
@@ -189,20 +234,19 @@ def summary_lines(state: _RunState) -> list[list[str]]:
         caps = state.capabilities.get(suite, {})
         if caps:
             rows = [("capability", "declared", "checked", "skipped (reason)")]
-            for name, (declared, enabled, reason) in sorted(caps.items()):
+            for name, (declared, enabled, kind, reason) in sorted(caps.items()):
                 needing = [i for i in items if name in i.requires]
                 ran = [i for i in needing if i.outcome != "skipped"]
                 skipped = [i for i in needing if i.outcome == "skipped"]
                 checked = f"{len(ran)} tests" if ran else "-"
-                if skipped:
+                if kind == "cases":
+                    checked, skip_text = (("cases included", "-") if enabled == "yes" else
+                                          ("-", f"cases left out ({reason})"))
+                elif skipped:
                     why = skipped[0].skip_reason or reason
                     skip_text = f"{len(skipped)} tests ({why})"
-                elif needing:
-                    skip_text = "-"
-                elif enabled == "yes":  # a capability that selects cases, not tests
-                    checked, skip_text = "cases included", "-"
                 else:
-                    skip_text = f"cases left out ({reason})"
+                    skip_text = "-" if enabled == "yes" else f"- ({reason})"
                 rows.append((name, declared, checked, skip_text))
             lines += _table(rows)
             lines.append("")
@@ -236,6 +280,7 @@ __all__ = [
     "parse_pairs",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_load_initial_conftests",
     "pytest_runtest_logreport",
     "pytest_sessionfinish",
     "pytest_sessionstart",

@@ -67,9 +67,6 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
               "after a clean shutdown and the rest lazily."),
     ConfigKey("num.recovery.threads.per.data.dir", Int(min=1), 2,
               "Threads per log dir for loading and recovering logs at startup."),
-    ConfigKey("log.sanity.check.background.enabled", Bool(), True,
-              "With sanity.check.all.logs.enabled=false, check unchecked segments in a "
-              "background thread after startup."),
 )
 
 #: topic-level name -> (broker key, type) for per-topic overrides.

@@ -23,7 +23,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafka_tiers.api.cluster import TopicPartition
@@ -40,9 +40,12 @@ from kafka_tiers.log.errors import (
 from kafka_tiers.log.index import TimestampOffset
 from kafka_tiers.log.leader_epoch import LeaderEpochCache
 from kafka_tiers.log.log_loader import load_segments, segment_factory
-from kafka_tiers.log.names import parse_partition_dir
+from kafka_tiers.log.names import SNAPSHOT_SUFFIX, parse_partition_dir
+from kafka_tiers.log.producer_state import ProducerStateManager
 from kafka_tiers.log.records import (
+    HEADER_SIZE,
     LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
     ControlRecordType,
     RecordBatch,
     set_base_offset,
@@ -78,15 +81,18 @@ class AppendInfo:
 class FetchData:
     """A read: whole record batches starting with the one holding ``fetch_offset``.
 
-    ``records`` is empty when there is nothing to read at that offset (yet).
+    ``records`` is empty when there is nothing to read at that offset (yet); the first batch
+    may start before ``fetch_offset`` (it holds it), as in Kafka.
     """
 
     fetch_offset: int
-    records: bytes
+    records: bytes | bytearray
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
     aborted_transactions: tuple[AbortedTxn, ...] = ()
+    #: the offset after the last batch returned (``fetch_offset`` when nothing was read).
+    next_offset: int = -1
 
     def batches(self) -> list[RecordBatch]:
         out = []
@@ -129,7 +135,8 @@ class Log:
                                    self._log_end_offset)
         self._unflushed_messages = 0
         self._last_flush_ms = self._now_ms()
-        self._ongoing_txns: dict[int, int] = {}
+        self.producer_state = ProducerStateManager(directory)
+        self._check_cursor = 0
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
@@ -168,12 +175,11 @@ class Log:
         path.mkdir(parents=True, exist_ok=True)
 
         def on_batch(seg: LogSegment, batch: RecordBatch) -> None:
-            pending.append((seg, batch.partition_leader_epoch, batch.base_offset,
-                            batch.is_transactional, batch.is_control, batch.producer_id,
-                            batch.last_offset, batch.control_type() if batch.is_control
-                            else None))
+            pending.append((batch.partition_leader_epoch, batch.base_offset))
+            recovered.append(seg.base_offset)
 
-        pending: list[tuple] = []
+        pending: list[tuple[int, int]] = []
+        recovered: list[int] = []
         result = load_segments(path, config, recovery_point=recovery_point,
                                log_start_offset=log_start_offset,
                                clean_shutdown=clean_shutdown,
@@ -183,12 +189,11 @@ class Log:
                   log_start_offset=log_start_offset, recovery_point=recovery_point,
                   high_watermark=high_watermark, on_roll=on_roll, time_fn=time_fn,
                   report=result.report)
-        for seg, epoch, base, txn, control, pid, last, ctype in pending:
+        for epoch, base in pending:
             if epoch >= 0 and base < log.log_end_offset:
                 log.leader_epoch_cache.assign(epoch, base)
-            if txn:
-                log._track_txn(seg, pid, base, last, control, ctype, rebuild=True)
         log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
+        log._load_producer_state(min(recovered, default=log.log_end_offset))
         if not clean_shutdown:
             log._recovery_point = log.log_end_offset
         return log
@@ -259,7 +264,11 @@ class Log:
             out = []
             for seg in self._segments[:-1]:
                 self._ensure_checked(seg)
-                out.append(seg.info())
+                info = seg.info()
+                snap = self.producer_state.snapshot_path(info.next_offset)
+                if snap.exists():
+                    info = replace(info, producer_snapshot_path=snap)
+                out.append(info)
             return out
 
     def _check_open(self) -> None:
@@ -288,17 +297,22 @@ class Log:
                         check_segment(s, max_offset=self._segments.bases[i + 1]))
 
     def check_segments(self, *, max_segments: int | None = None) -> int:
-        """Sanity-check segments not yet checked, one lock hold per segment (for a background
-        thread); returns how many were checked."""
+        """Sanity-check segments not yet checked, oldest first, one lock hold per segment
+        (for a background thread); returns how many were checked."""
         done = 0
         while max_segments is None or done < max_segments:
             with self._lock:
                 if self._closed:
                     return done
-                seg = next((s for s in self._segments if not s.checked), None)
-                if seg is None:
+                bases = self._segments.bases
+                i = bisect.bisect_left(bases, self._check_cursor)
+                while i < len(bases) and self._segments[i].checked:
+                    i += 1
+                if i >= len(bases):
+                    self._check_cursor = bases[-1] if bases else 0
                     return done
-                self._ensure_checked(seg)
+                self._check_cursor = bases[i]
+                self._ensure_checked(self._segments[i])
             done += 1
         return done
 
@@ -314,7 +328,7 @@ class Log:
         """Append one or more record batches.
 
         As leader (``assign_offsets=True``) the log assigns offsets from the log end offset,
-        stamps ``leader_epoch`` into each batch and, with ``message.timestamp.type=
+        stamps ``leader_epoch`` (-1 when None) into each batch and, with ``message.timestamp.type=
         LogAppendTime``, the append time. As follower (``assign_offsets=False``) the batches
         keep their offsets and epochs, which must start at or after the log end offset and
         increase. Every batch is validated (size, magic, CRC) before anything is written.
@@ -354,10 +368,10 @@ class Log:
             if assign_offsets:
                 offset = self._log_end_offset
                 append_time = now if self.config.log_append_time else -1
+                epoch = NO_PARTITION_LEADER_EPOCH if leader_epoch is None else leader_epoch
                 for b in batches:
                     set_base_offset(buf, b.position, offset)
-                    if leader_epoch is not None:
-                        set_partition_leader_epoch(buf, b.position, leader_epoch)
+                    set_partition_leader_epoch(buf, b.position, epoch)
                     if append_time >= 0:
                         set_log_append_time(buf, b.position, append_time)
                     offset += b.last_offset_delta + 1
@@ -388,9 +402,10 @@ class Log:
                 count += b.records_count
                 if b.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(b.partition_leader_epoch, b.base_offset)
-                if b.is_transactional:
-                    self._track_txn(segment, b.producer_id, b.base_offset, b.last_offset,
-                                    b.is_control, b.control_type() if b.is_control else None)
+                if b.producer_id >= 0:
+                    self._apply_producer_batch(segment, b)
+                else:
+                    self.producer_state.map_end_offset = b.next_offset
             self._unflushed_messages += count
             if (self._unflushed_messages >= self.config.flush_interval_messages
                     or now - self._last_flush_ms >= self.config.flush_interval_ms):
@@ -399,18 +414,47 @@ class Log:
                               max_ts.offset, append_time, count, len(buf),
                               self._log_start_offset)
 
-    def _track_txn(self, segment: LogSegment, pid: int, base: int, last: int, control: bool,
-                   ctype: ControlRecordType | None, *, rebuild: bool = False) -> None:
-        if not control:
-            self._ongoing_txns.setdefault(pid, base)
-            return
-        first = self._ongoing_txns.pop(pid, last)
-        if ctype == ControlRecordType.ABORT:
-            lso = min(self._ongoing_txns.values(), default=last + 1)
-            txn = AbortedTxn(pid, first, last, lso)
+    def _apply_producer_batch(self, segment: LogSegment, batch: RecordBatch) -> None:
+        """Update the producer table; an ABORT marker adds an entry to the segment's
+        transaction index (first offset of the transaction, marker offset, last stable
+        offset)."""
+        old = self.producer_state.producers.get(batch.producer_id)
+        kind = self.producer_state.update(batch)
+        if kind == ControlRecordType.ABORT:
+            first = (old.current_txn_first_offset if old is not None
+                     and old.current_txn_first_offset >= 0 else batch.last_offset)
+            lso = min(self.producer_state.ongoing_first_offsets(),
+                      default=batch.last_offset + 1)
             entries = segment.txn_index.all_entries()
-            if not (entries and entries[-1].last_offset >= last):
-                segment.txn_index.append(txn)
+            if not entries or entries[-1].last_offset < batch.last_offset:
+                segment.txn_index.append(AbortedTxn(batch.producer_id, first,
+                                                    batch.last_offset, lso))
+
+    def _load_producer_state(self, replay_from: int) -> None:
+        """Load the newest snapshot at or below ``replay_from`` (the log end offset, or the
+        first recovered segment) and replay the batches after it. Without a snapshot only the
+        active segment is replayed (as Kafka does for v2 logs)."""
+        upto = min(replay_from, self._log_end_offset)
+        snap = self.producer_state.load_latest(upto)
+        start = snap if snap >= 0 else self._segments.bases[-1]
+        start = min(start, upto)
+        self.producer_state.map_end_offset = start
+        if start >= self._log_end_offset:
+            return
+        idx = max(self._segment_index(start), 0)
+        try:
+            for seg in self._segments[idx:]:
+                self._ensure_checked(seg)
+                for batch in seg.iter_batches(seg.offset_index.lookup(start).position
+                                              if seg.base_offset <= start else 0):
+                    if batch.base_offset < start:
+                        continue
+                    if batch.producer_id >= 0:
+                        self._apply_producer_batch(seg, batch)
+                    else:
+                        self.producer_state.map_end_offset = batch.next_offset
+        except CorruptRecordError as exc:  # served reads recover it; state stays partial
+            logger.warning("%s: producer state replay stopped: %s", self.dir, exc)
 
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
                     now: int) -> LogSegment:
@@ -436,6 +480,7 @@ class Log:
                 raise LogError(f"cannot roll to offset {new_base}: the active segment starts at "
                                f"{old.base_offset}")
             old.become_inactive()
+            self.producer_state.take_snapshot(new_base)
             new = LogSegment.create(self.dir, new_base,
                                     index_interval_bytes=self.config.index_interval_bytes,
                                     max_index_size=self.config.max_index_size)
@@ -509,63 +554,68 @@ class Log:
                     f"offset {offset} is out of range [{self._local_log_start_offset}, {end}] of "
                     f"{self.dir.name}", offset=offset,
                     log_start_offset=self._local_log_start_offset, log_end_offset=end)
+            data: bytes | bytearray = b""
+            next_offset = offset
             for _attempt in range(3):
                 try:
-                    data = self._read_once(offset, max_bytes, upper, min_one_batch)
+                    data, next_offset = self._read_once(offset, max_bytes, upper,
+                                                        min_one_batch)
                     break
                 except _CorruptRead as bad:
                     self._recover_corrupt(bad.segment)
                     end = self._log_end_offset
                     upper = min(upper, end)
-            else:  # pragma: no cover - recovery always removes what failed
-                data = b""
             aborted: tuple[AbortedTxn, ...] = ()
             if data:
-                last = RecordBatch(data, 0)
-                pos = 0
-                while pos < len(data):
-                    last = RecordBatch(data, pos)
-                    pos += last.size
-                aborted = tuple(self.collect_aborted(offset, last.next_offset))
+                aborted = tuple(self.collect_aborted(offset, next_offset))
             return FetchData(offset, data, self._high_watermark, self._log_start_offset,
-                             self._log_end_offset, aborted)
+                             self._log_end_offset, aborted, next_offset)
 
-    def _read_once(self, offset: int, max_bytes: int, upper: int, min_one: bool) -> bytes:
+    def _read_once(self, offset: int, max_bytes: int, upper: int,
+                   min_one: bool) -> tuple[bytes | bytearray, int]:
+        """Whole, CRC-checked batches from the one holding ``offset``; returns the bytes and
+        the offset after the last batch."""
         if offset >= upper:
-            return b""
+            return b"", offset
         idx = max(self._segment_index(offset), 0)
         while idx < len(self._segments):
             seg = self._segments[idx]
             self._ensure_checked(seg)
-            header = seg.translate_offset(offset)
+            try:
+                header = seg.translate_offset(offset)
+            except CorruptRecordError:
+                raise _CorruptRead(seg) from None
             if header is None:
                 idx += 1
                 continue
             if header.last_offset >= upper:
-                return b""
+                return b"", offset
             start = header.position
-            stop = start
-            for h in seg.iter_headers(start):
-                if h.last_offset >= upper:
-                    break
-                if stop - start + h.size > max_bytes and not (min_one and stop == start):
-                    break
-                stop += h.size
-            if stop == start:
-                return b""
-            data = seg.pread(stop - start, start)
+            want = min(max_bytes, seg.size - start)
+            if min_one and header.size > want:
+                want = header.size
+            buf = seg.pread_into(want, start)
             pos = 0
-            while pos < len(data):
+            next_offset = offset
+            end = len(buf)
+            while end - pos >= HEADER_SIZE:
                 try:
-                    batch = RecordBatch(data, pos)
-                    ok = batch.is_valid()
+                    batch = RecordBatch(buf, pos)
                 except CorruptRecordError:
-                    ok = False
-                if not ok:
+                    if pos + LOG_OVERHEAD <= end and pos + _batch_size(buf, pos) > end:
+                        break  # the next batch does not fit in max_bytes
+                    raise _CorruptRead(seg) from None
+                if batch.last_offset >= upper:
+                    break
+                if not batch.is_valid():
                     raise _CorruptRead(seg)
                 pos += batch.size
-            return data
-        return b""
+                next_offset = batch.next_offset
+            if pos == 0:
+                return b"", offset
+            del buf[pos:]  # shrinks in place, no copy
+            return buf, next_offset
+        return b"", offset
 
     def _recover_corrupt(self, seg: LogSegment) -> None:
         logger.error("corrupt batch in %s found on read; recovering the segment", seg.log_path)
@@ -573,6 +623,7 @@ class Log:
         nxt = self._segments[idx + 1].base_offset if idx + 1 < len(self._segments) else None
         result = recover_segment(seg, max_offset=nxt)
         self.load_report.recovered.append(seg.base_offset)
+        self.load_report.truncated_bytes += result.truncated_bytes
         if result.problem:
             self.load_report.problems.append(f"{seg.log_path}: {result.problem}")
         if seg is self._segments[-1]:
@@ -589,8 +640,7 @@ class Log:
             for seg in self._segments[idx:]:
                 if seg.base_offset >= upper_offset:
                     break
-                if seg.txn_index.path.exists():
-                    out += seg.txn_index.collect_aborted(start_offset, upper_offset)
+                out += seg.txn_index.collect_aborted(start_offset, upper_offset)
             return out
 
     # ------------------------------------------------------------------ timestamps
@@ -662,7 +712,10 @@ class Log:
         for i, seg in enumerate(self._segments):
             nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
             upper = nxt.base_offset if nxt is not None else self._log_end_offset
-            if upper > self._high_watermark or not predicate(seg, nxt):
+            if upper > self._high_watermark:
+                break
+            self._ensure_checked(seg)  # its timestamps and size must be trustworthy
+            if not predicate(seg, nxt):
                 break
             if nxt is None and seg.size == 0:
                 break
@@ -679,6 +732,7 @@ class Log:
             self._segments.remove(seg)
             seg.delete()
         first = self._segments[0].base_offset
+        self.producer_state.delete_snapshots(below=first)
         if first > self._local_log_start_offset:
             self._local_log_start_offset = first
         if first > self._log_start_offset:
@@ -725,6 +779,7 @@ class Log:
                 for seg in doomed:
                     self._segments.remove(seg)
                     seg.delete()
+                self.producer_state.delete_snapshots(below=self._segments[0].base_offset)
                 fsync_dir(self.dir)
             self._local_log_start_offset = max(self._local_log_start_offset,
                                                self._segments[0].base_offset)
@@ -748,14 +803,14 @@ class Log:
             if offset < self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
-            doomed = [s for s in self._segments if s.base_offset >= offset]
+            doomed = self._segments[bisect.bisect_left(self._segments.bases, offset):]
             if doomed and len(doomed) == len(self._segments):
                 self.truncate_fully_and_start_at(offset)
                 return True
             for seg in doomed:
                 self._segments.remove(seg)
                 seg.delete()
-                active = self._segments[-1]
+            active = self._segments[-1]
             self._ensure_checked(active)
             active.become_active()
             active.truncate_to(offset)
@@ -778,14 +833,16 @@ class Log:
             self._log_start_offset = offset
             self._local_log_start_offset = offset
             self.leader_epoch_cache.clear()
+            self.producer_state.delete_snapshots(above=-1)
+            self.producer_state.producers = {}
             self._after_truncation()
 
     def _after_truncation(self) -> None:
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
-        self._ongoing_txns = {p: o for p, o in self._ongoing_txns.items()
-                              if o < self._log_end_offset}
+        self.producer_state.delete_snapshots(above=self._log_end_offset)
+        self._load_producer_state(self._log_end_offset)
         fsync_dir(self.dir)
 
     # ------------------------------------------------------------------ JBOD
@@ -806,6 +863,9 @@ class Log:
                     else:
                         shutil.copyfile(src, target)
                     _fsync_file(target)
+            for snap in sorted(self.dir.glob("*" + SNAPSHOT_SUFFIX)):
+                shutil.copyfile(snap, dest / snap.name)
+                _fsync_file(dest / snap.name)
             epochs = self.dir / LEADER_EPOCH_CHECKPOINT
             if epochs.exists():
                 shutil.copyfile(epochs, dest / LEADER_EPOCH_CHECKPOINT)
@@ -826,6 +886,8 @@ class Log:
             if self._closed:
                 return
             self.flush()
+            if not self.producer_state.snapshot_path(self._log_end_offset).exists():
+                self.producer_state.take_snapshot(self._log_end_offset)
             for seg in self._segments.made():
                 seg.close()
             self._closed = True
@@ -843,6 +905,10 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.dir}, start={self._log_start_offset}, end={self._log_end_offset}, "
                 f"segments={len(self._segments)})")
+
+
+def _batch_size(buf: bytes, pos: int) -> int:
+    return int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True) + LOG_OVERHEAD
 
 
 class _CorruptRead(Exception):

@@ -49,7 +49,7 @@ from kafka_tiers.log.checkpoints import (
     write_clean_shutdown,
     write_meta_properties,
 )
-from kafka_tiers.log.config import LogConfig
+from kafka_tiers.log.config import LONG_MAX, LogConfig
 from kafka_tiers.log.errors import InvalidTopicError, LogDirError, LogError
 from kafka_tiers.log.log import Log, RollCallback
 from kafka_tiers.log.names import child_path, parse_partition_dir, partition_dir_name
@@ -57,6 +57,16 @@ from kafka_tiers.log.names import child_path, parse_partition_dir, partition_dir
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
+
+
+@dataclass(frozen=True)
+class MaintenanceIntervals:
+    """How often :meth:`LogManager.run_due_tasks` does each periodic job (milliseconds)."""
+
+    flush_check_ms: int = LONG_MAX  # log.flush.scheduler.interval.ms
+    recovery_checkpoint_ms: int = 60000  # log.flush.offset.checkpoint.interval.ms
+    start_offset_checkpoint_ms: int = 60000  # log.flush.start.offset.checkpoint.interval.ms
+    retention_check_ms: int = 300000  # log.retention.check.interval.ms
 
 
 @dataclass
@@ -91,6 +101,7 @@ class LogManager:
                  topic_overrides: Mapping[str, Mapping[str, str]] | None = None,
                  meta_properties: Mapping[str, str] | None = None,
                  on_roll: RollCallback | None = None,
+                 intervals: MaintenanceIntervals | None = None,
                  time_fn: Callable[[], float] = time.time) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
@@ -101,6 +112,10 @@ class LogManager:
         self.topic_overrides = {k: dict(v) for k, v in (topic_overrides or {}).items()}
         self.meta_properties = dict(meta_properties or {"version": "1"})
         self.on_roll = on_roll
+        self.intervals = intervals or MaintenanceIntervals()
+        self._last_run: dict[str, int] = {}
+        self._scheduler: threading.Thread | None = None
+        self._scheduler_stop = threading.Event()
         self._time = time_fn
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
@@ -115,6 +130,12 @@ class LogManager:
     def from_config(cls, broker: Mapping[str, Any], **kwargs: Any) -> LogManager:
         """Build from a :class:`~kafka_tiers.config.BrokerConfig` (``log.dirs``,
         ``sanity.check.all.logs.enabled``, ``num.recovery.threads.per.data.dir``, log keys)."""
+        intervals = MaintenanceIntervals(
+            flush_check_ms=broker["log.flush.scheduler.interval.ms"],
+            recovery_checkpoint_ms=broker["log.flush.offset.checkpoint.interval.ms"],
+            start_offset_checkpoint_ms=broker["log.flush.start.offset.checkpoint.interval.ms"],
+            retention_check_ms=broker["log.retention.check.interval.ms"])
+        kwargs.setdefault("intervals", intervals)
         return cls(broker["log.dirs"], LogConfig.from_broker(broker),
                    sanity_check_all=broker["sanity.check.all.logs.enabled"],
                    recovery_threads_per_dir=broker["num.recovery.threads.per.data.dir"],
@@ -357,13 +378,63 @@ class LogManager:
         for log in self.logs.values():
             log.flush()
 
+    # ------------------------------------------------------------------ periodic jobs
+    def run_due_tasks(self, now_ms: int | None = None) -> list[str]:
+        """Run the periodic jobs whose interval has passed (Kafka's LogManager scheduler):
+        ``flush`` (logs past their ``flush.ms``), ``checkpoint`` (recovery points, log start
+        offsets and high watermarks) and ``retention`` (``delete_old_segments`` of every log).
+        Returns the jobs run. A scheduler calls this; :meth:`start_scheduler` runs one."""
+        now = int(self._time() * 1000) if now_ms is None else now_ms
+        ran = []
+        jobs = (("flush", self.intervals.flush_check_ms),
+                ("checkpoint", min(self.intervals.recovery_checkpoint_ms,
+                                   self.intervals.start_offset_checkpoint_ms)),
+                ("retention", self.intervals.retention_check_ms))
+        for name, interval in jobs:
+            last = self._last_run.setdefault(name, now)
+            if now - last < interval:
+                continue
+            self._last_run[name] = now
+            for log in self.logs.values():
+                if log.closed:
+                    continue
+                try:
+                    if name == "flush":
+                        log.maybe_flush()
+                    elif name == "retention":
+                        log.delete_old_segments()
+                except LogError as exc:
+                    logger.warning("%s of %s failed: %s", name, log.dir, exc)
+            if name == "checkpoint":
+                self.checkpoint()
+            ran.append(name)
+        return ran
+
+    def start_scheduler(self, tick_seconds: float = 0.5) -> None:
+        """Call :meth:`run_due_tasks` every ``tick_seconds`` in a daemon thread until
+        :meth:`shutdown`."""
+        def loop() -> None:
+            while not self._scheduler_stop.wait(tick_seconds):
+                try:
+                    self.run_due_tasks()
+                except Exception:  # keep the broker's maintenance alive; logged
+                    logger.exception("log maintenance failed")
+
+        self._scheduler_stop.clear()
+        self._scheduler = threading.Thread(target=loop, name="kafka-tiers-log-scheduler",
+                                           daemon=True)
+        self._scheduler.start()
+
     # ------------------------------------------------------------------ shutdown
     def shutdown(self, *, broker_epoch: int = -1) -> None:
         """Clean shutdown: stop the background check, flush and close every log, write the
         checkpoints, then ``.kafka_cleanshutdown`` in every dir, and release the dir locks."""
         self._bg_stop.set()
+        self._scheduler_stop.set()
         if self._bg_thread is not None:
             self._bg_thread.join()
+        if self._scheduler is not None:
+            self._scheduler.join()
         with self._lock:
             for log in self._logs.values():
                 log.close()
@@ -392,4 +463,4 @@ class LogManager:
         self.shutdown()
 
 
-__all__ = ["LOCK_FILE", "LogManager", "StartupReport"]
+__all__ = ["LOCK_FILE", "LogManager", "MaintenanceIntervals", "StartupReport"]

@@ -41,7 +41,7 @@ from kafka_tiers.log.txnindex import TransactionIndex
 
 _PEEK = struct.Struct(">qiibIhi")  # baseOffset, length, epoch, magic, crc, attrs, lastDelta
 _PEEK_SIZE = _PEEK.size  # 27
-_SCAN_CHUNK = 64 * 1024
+_SCAN_CHUNK = 4096
 _RECOVER_CHUNK = 1024 * 1024
 
 
@@ -68,7 +68,9 @@ class SegmentInfo:
     """A read-only description of a segment, for tiered storage and tools.
 
     ``next_offset`` is one past the segment's last offset; ``max_timestamp`` is -1 when no
-    record carries a timestamp.
+    record carries a timestamp; ``txn_index_path`` is None when no transaction was aborted in
+    the segment; ``producer_snapshot_path`` is the producer snapshot at ``next_offset`` (set by
+    :meth:`Log.inactive_segments` when it exists).
     """
 
     base_offset: int
@@ -79,6 +81,7 @@ class SegmentInfo:
     offset_index_path: Path
     time_index_path: Path
     txn_index_path: Path | None
+    producer_snapshot_path: Path | None = None
 
 
 class RecoveryResult(NamedTuple):
@@ -208,6 +211,15 @@ class LogSegment:
         """Read up to ``size`` bytes at ``position`` of the log file."""
         with self._fd_lock:
             return os.pread(self._get_fd(), size, position)
+
+    def pread_into(self, size: int, position: int) -> bytearray:
+        """Read up to ``size`` bytes at ``position`` into a new bytearray (one copy)."""
+        buf = bytearray(size)
+        with self._fd_lock:
+            n = os.preadv(self._get_fd(), [buf], position)
+        if n < size:
+            del buf[n:]
+        return buf
 
     @property
     def size(self) -> int:

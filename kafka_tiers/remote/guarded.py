@@ -11,15 +11,19 @@ delegating to a plugin, and on the way:
 - translates every foreign exception (and every exception raised while reading a returned
   stream) into :class:`~kafka_tiers.api.RemoteStorageError` naming the plugin and the
   operation, keeping the plugin's own storage errors (not-found stays not-found);
+- serialises the calls (and stream reads) of a plugin that does not declare
+  ``concurrent_access``;
 - never lets a secret through: values of the plugin's secret config keys are replaced by
   ``<hidden>`` in every message it raises or logs, and the foreign exception chain is dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO, TypeVar
 
@@ -30,6 +34,7 @@ from kafka_tiers.api import (
     RemoteLogSegmentMetadata,
     RemoteStorageError,
     RemoteStorageManager,
+    StorageCapability,
     TopicPartition,
 )
 from kafka_tiers.api.objectstore import check_range
@@ -74,6 +79,11 @@ class GuardedRemoteStorage(RemoteStorageManager):
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
         self._max_custom = custom_metadata_max_bytes
         self.CAPABILITIES = frozenset(plugin.CAPABILITIES)  # type: ignore[misc]
+        # A plugin that does not declare concurrent_access gets one call at a time (reads of
+        # its streams included).
+        self._lock: threading.RLock | contextlib.nullcontext[None] = (
+            contextlib.nullcontext() if StorageCapability.CONCURRENT_ACCESS in self.CAPABILITIES
+            else threading.RLock())
 
     @classmethod
     def load(cls, name_or_path: str, config: Mapping[str, str] | None = None,
@@ -132,7 +142,8 @@ class GuardedRemoteStorage(RemoteStorageManager):
     def _call(self, op: str, segment_id: str | None, fn: Callable[..., T], *args: Any) -> T:
         log.debug("storage plugin %r: %s %s", self._name, op, segment_id or "")
         try:
-            return fn(*args)
+            with self._lock:
+                return fn(*args)
         except Exception as exc:
             raise self._error(op, exc, segment_id) from None
 
@@ -160,7 +171,8 @@ class GuardedRemoteStorage(RemoteStorageManager):
             raise self._invalid(op, f"returned {type(result).__name__}, not a readable stream",
                                 segment_id)
         return io.BufferedReader(  # type: ignore[return-value]
-            _GuardedStream(result, lambda exc: self._error(f"{op} (reading)", exc, segment_id)))
+            _GuardedStream(result, lambda exc: self._error(f"{op} (reading)", exc, segment_id),
+                           self._lock))
 
     # -- the contract ------------------------------------------------------------------------
 
@@ -253,10 +265,11 @@ class GuardedRemoteStorage(RemoteStorageManager):
 class _GuardedStream(io.RawIOBase):
     """A plugin's stream whose read errors become kafka-tiers errors."""
 
-    def __init__(self, inner: Any, translate: Callable[[BaseException], RemoteStorageError]
-                 ) -> None:
+    def __init__(self, inner: Any, translate: Callable[[BaseException], RemoteStorageError],
+                 lock: Any) -> None:
         self._inner = inner
         self._translate = translate
+        self._lock = lock
 
     def readable(self) -> bool:
         return True
@@ -264,7 +277,8 @@ class _GuardedStream(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
         try:
-            chunk = self._inner.read(len(view))
+            with self._lock:
+                chunk = self._inner.read(len(view))
         except Exception as exc:
             raise self._translate(exc) from None
         if chunk is None:
@@ -281,7 +295,8 @@ class _GuardedStream(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             try:
-                self._inner.close()
+                with self._lock:
+                    self._inner.close()
             except Exception as exc:
                 raise self._translate(exc) from None
             finally:

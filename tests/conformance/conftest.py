@@ -36,3 +36,6 @@ def run_suite(pytester: pytest.Pytester):
         return SuiteRun(int(result.ret), out, broken, result.parseoutcomes())
 
     return run
+
+
+__all__ = ["SuiteRun", "run_suite"]

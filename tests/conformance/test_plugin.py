@@ -56,9 +56,17 @@ def test_malformed_config_pair_is_a_usage_error(pytester: pytest.Pytester) -> No
 
 
 def test_unknown_placer_names_installed_ones(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--kt-placer", "no-such-placer", "-k", "test_distinct", *QUIET)
-    assert result.ret != 0
-    assert "unknown replica placer 'no-such-placer'; installed:" in result.stdout.str()
+    result = pytester.runpytest("--kt-placer", "no-such-placer", *QUIET)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kt-placer: unknown replica placer 'no-such-placer'; "
+                                 "installed: *rack-aware*"])
+
+
+def test_unimportable_placer_path_errors_every_test_with_the_reason(
+        pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--kt-placer", "no_such_mod:P", "-k", "test_distinct", *QUIET)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "replica placer 'no_such_mod:P' cannot be imported" in result.stdout.str()
 
 
 def test_suite_from_a_placer_authors_module(pytester: pytest.Pytester) -> None:
@@ -115,3 +123,42 @@ def test_without_a_placer_everything_is_skipped(pytester: pytest.Pytester) -> No
     assert result.ret == 0
     assert result.parseoutcomes().get("passed", 0) == 0
     assert "no placer under test" in result.stdout.str()
+
+
+def test_any_suite_joins_the_summary_through_user_properties(pytester: pytest.Pytester) -> None:
+    """The summary is generic: a test that sets the documented user_properties (old 4-field
+    capability form included) gets a section for its suite."""
+    pytester.makepyfile(test_other="""
+        import pytest
+
+        @pytest.fixture(autouse=True)
+        def protocol(request):
+            props = request.node.user_properties
+            props += [("kt_suite", "storage"), ("kt_area", "ranges"),
+                      ("kt_plugin", "remote storage plugin 'x'"),
+                      ("kt_capability", "fault_injection|no|no|not an object store"),
+                      ("kt_requires", "fault_injection" if "faults" in request.node.name else "")]
+            if "faults" in request.node.name:
+                pytest.skip("needs fault_injection: not an object store")
+
+        def test_reads(request):
+            pass
+
+        def test_faults():
+            pass
+
+        def test_broken(request):
+            request.node.user_properties.append(("kt_failed_rules", "inclusive-end"))
+            assert False
+    """)
+    result = pytester.runpytest(*QUIET)
+    out = result.stdout.str()
+    assert result.ret == 1
+    assert "kafka-tiers storage conformance" in out
+    assert "storage under test: remote storage plugin 'x'" in out
+    cap = next(x for x in out.splitlines() if x.startswith("fault_injection "))
+    assert cap.split()[:3] == ["fault_injection", "no", "-"]
+    assert "1 tests (needs fault_injection: not an object store)" in cap
+    area = next(x for x in out.splitlines() if x.startswith("ranges "))
+    assert area.split() == ["ranges", "1", "1", "1", "inclusive-end"]
+    assert "result: FAIL (2 of 3 tests passed or skipped)" in out

@@ -31,11 +31,11 @@ def test_alias_and_precedence() -> None:
 
 
 def test_bad_values_name_the_key() -> None:
-    with pytest.raises(ConfigError, match="log.segment.bytes"):
+    with pytest.raises(ConfigError, match=r"log\.segment\.bytes"):
         BrokerConfig({"log.segment.bytes": "ten"})
-    with pytest.raises(ConfigError, match="sanity.check.all.logs.enabled"):
+    with pytest.raises(ConfigError, match=r"sanity\.check\.all\.logs\.enabled"):
         BrokerConfig({"sanity.check.all.logs.enabled": "maybe"})
-    with pytest.raises(ConfigError, match="segment.bytes"):
+    with pytest.raises(ConfigError, match=r"segment\.bytes"):
         LogConfig().with_overrides({"segment.bytes": "-5"})
 
 

@@ -102,4 +102,4 @@ def test_kafka_python_built_file(tmp_path: Path) -> None:
     out = CliRunner().invoke(dump_log, [str(path), "--print-data", "--format", "json"])
     (batch,) = json.loads(out.output)["files"][0]["batches"]
     assert batch["compresscodec"] == "zstd" and batch["isValid"]
-    assert [r["payload"] for r in batch["records"]] == ["v%d" % i for i in range(20)]
+    assert [r["payload"] for r in batch["records"]] == [f"v{i}" for i in range(20)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from collections.abc import Callable
@@ -155,7 +156,7 @@ def test_roll_by_size_time_and_index(open_log: OpenLog, small_config: LogConfig)
         assert info.offset_index_path.stat().st_size < small_config.max_index_size
     infos = log.inactive_segments()
     assert [i.base_offset for i in infos] == [i.base_offset for i in rolled]
-    assert all(a.next_offset == b.base_offset for a, b in zip(infos, infos[1:], strict=False))
+    assert all(a.next_offset == b.base_offset for a, b in itertools.pairwise(infos))
 
     from dataclasses import replace
 

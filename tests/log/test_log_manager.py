@@ -149,3 +149,89 @@ def test_from_broker_config(tmp_path: Path) -> None:
     assert m.log_dirs == [tmp_path / "a", tmp_path / "b"]
     assert not m.sanity_check_all and m.recovery_threads_per_dir == 3
     assert m.config.segment_bytes == 2048
+
+
+def test_background_check_runs_alongside_appends_and_reads(tmp_path: Path) -> None:
+    import threading
+
+    dirs = [tmp_path / "d1"]
+    values = _populate(dirs, partitions=3, records=300)
+    m = LogManager(dirs, CONFIG, sanity_check_all=False)
+    m.startup()
+    try:
+        errors: list[BaseException] = []
+
+        def produce() -> None:
+            try:
+                for tp in values:
+                    fill(m.get_log(tp), 100)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        writer = threading.Thread(target=produce)
+        m.start_background_check()
+        writer.start()
+        for tp, vals in values.items():
+            assert read_all(m.get_log(tp))[:300] == list(enumerate(vals))
+        writer.join()
+        assert m.wait_background_check(30)
+        assert not errors
+        for tp in values:
+            log = m.get_log(tp)
+            assert log.unchecked_segments == 0 and log.log_end_offset == 400
+    finally:
+        m.shutdown()
+
+
+def test_segment_list_is_used_only_when_valid(tmp_path: Path) -> None:
+    dirs = [tmp_path / "d1"]
+    values = _populate(dirs, partitions=1)
+    (tp,) = values
+    assert (dirs[0] / "kafka-tiers-segment-list").exists()
+    part = dirs[0] / "orders-0"
+    # a segment appears behind kafka-tiers' back: the dir mtime changes, the list is ignored
+    extra_base = 10_000
+    src = sorted(part.glob("*.log"))[-1]
+    (part / f"{extra_base:020d}.log").write_bytes(b"")
+    m = LogManager(dirs, CONFIG, sanity_check_all=False)
+    m.startup()
+    try:
+        log = m.get_log(tp)
+        assert extra_base in log.segment_bases()
+        assert not (dirs[0] / "kafka-tiers-segment-list").exists()  # removed at startup
+        assert src.exists()
+    finally:
+        m.shutdown()
+
+
+def test_periodic_jobs_follow_their_intervals(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kafka_tiers.log.log_manager import MaintenanceIntervals
+
+    now = [1_000_000.0]
+    config = replace(CONFIG, retention_ms=10_000, flush_interval_ms=5_000)
+    m = LogManager([tmp_path / "d"], config, time_fn=lambda: now[0],
+                   intervals=MaintenanceIntervals(flush_check_ms=1_000,
+                                                  recovery_checkpoint_ms=60_000,
+                                                  start_offset_checkpoint_ms=60_000,
+                                                  retention_check_ms=300_000))
+    m.startup()
+    try:
+        log = m.get_or_create_log(TopicPartition("jobs", 0))
+        fill(log, 200, start_ts=int(now[0] * 1000))
+        log.update_high_watermark(log.log_end_offset)
+        assert m.run_due_tasks() == []  # first call starts the clocks
+        now[0] += 6
+        assert m.run_due_tasks() == ["flush"]
+        assert log.recovery_point == log.log_end_offset
+        now[0] += 60
+        assert m.run_due_tasks() == ["flush", "checkpoint"]
+        rp = OffsetCheckpointFile(tmp_path / "d" / "recovery-point-offset-checkpoint").read()
+        assert rp == {TopicPartition("jobs", 0): 200}
+        before = log.num_segments
+        now[0] += 300
+        assert "retention" in m.run_due_tasks()
+        assert log.num_segments < before and log.log_start_offset > 0
+    finally:
+        m.shutdown()

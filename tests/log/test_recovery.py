@@ -174,6 +174,28 @@ def test_corrupt_batch_found_on_read_is_never_served(tmp_path: Path) -> None:
         log.close()
 
 
+def test_bad_batch_length_found_on_read_is_recovered(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = Log.open(d, CONFIG)
+    values = fill(log, 300)
+    log.close()
+    victim = _segment_files(d)[1]
+    bad = _batches_of(victim)[3]
+    size_before = victim.stat().st_size
+    with open(victim, "r+b") as fh:
+        fh.seek(bad.position + 8)
+        fh.write(struct.pack(">i", 10**6))  # the size now runs far past the file
+    log = Log.open(d, CONFIG, recovery_point=300, clean_shutdown=True, sanity_check_all=False)
+    try:
+        served = read_all(log)
+        assert all(values[o] == v for o, v in served)
+        assert [o for o, _ in served if o < bad.base_offset] == list(range(bad.base_offset))
+        assert log.load_report.truncated_bytes == size_before - bad.position
+        assert victim.stat().st_size == bad.position  # cut at the damaged batch
+    finally:
+        log.close()
+
+
 # ---------------------------------------------------------------------- fuzzing
 
 @pytest.fixture(scope="module")

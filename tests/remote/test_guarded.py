@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,30 @@ def test_load_wraps_an_installed_plugin(tmp_path):
         assert guarded.name == "local"
         assert "concurrent_access" in guarded.CAPABILITIES
         assert guarded.list_remote_segments(TP) == []
+
+
+class OneAtATime(MemoryStorage):
+    """Records how many calls were inside it at once."""
+
+    CAPABILITIES = frozenset()
+    inside = 0
+    most = 0
+
+    def list_remote_segments(self, tp, min_base_offset=0):
+        type(self).inside += 1
+        type(self).most = max(type(self).most, type(self).inside)
+        time.sleep(0.002)
+        type(self).inside -= 1
+        return super().list_remote_segments(tp, min_base_offset)
+
+
+@pytest.mark.parametrize(("capabilities", "overlap"), [
+    (frozenset(), False), (frozenset({"concurrent_access"}), True)])
+def test_calls_are_serialised_unless_the_plugin_is_concurrent(capabilities, overlap):
+    cls = type("Probe", (OneAtATime,), {"CAPABILITIES": capabilities, "inside": 0, "most": 0})
+    plugin = cls()
+    plugin.configure({"name": f"probe-{overlap}"})
+    guarded = GuardedRemoteStorage(plugin, "probe")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: guarded.list_remote_segments(TP), range(64)))
+    assert (cls.most > 1) is overlap

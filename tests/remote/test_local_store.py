@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,44 @@ def test_a_failed_write_keeps_the_old_object_and_no_temp_file(store):
         store.put("a/obj", Exploding(), None)  # type: ignore[arg-type]
     assert get(store, "a/obj") == b"old"
     assert list((store.root / TMP_DIR).iterdir()) == []
+
+
+CRASHING_WRITER = """
+import io, sys, time
+from kafka_tiers.remote.local import LocalObjectStore
+
+class Slow(io.RawIOBase):
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        b[:1] = b"n"
+        sys.stdout.write("x")
+        sys.stdout.flush()
+        time.sleep(0.01)
+        return 1
+
+LocalObjectStore(sys.argv[1]).put("a/obj", Slow(), None)
+"""
+
+
+def test_a_crash_mid_write_leaves_the_old_object(store):
+    put(store, "a/obj", b"old")
+    proc = subprocess.Popen([sys.executable, "-c", CRASHING_WRITER, str(store.root)],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.read(20) == b"x" * 20  # it is in the middle of writing
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    assert get(store, "a/obj") == b"old"
+    leftovers = list((store.root / TMP_DIR).iterdir())
+    assert len(leftovers) == 1
+    assert [i.key for i in store.list("")] == ["a/obj"]
+    os.utime(leftovers[0], (1, 1))
+    assert store.collect_temp_files(60_000) == [leftovers[0].name]
 
 
 def test_missing_objects_are_not_found(store):

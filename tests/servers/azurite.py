@@ -132,10 +132,14 @@ class AzuriteServer(ServerProcess):
         )
 
     def service_client(self, **kwargs: Any) -> BlobServiceClient:
-        """A ``BlobServiceClient`` for this server (few retries, so faults surface fast)."""
+        """A ``BlobServiceClient`` for this server.
+
+        No retries by default (the SDK's default backs off for ~15 s per retry), so a fault
+        surfaces at once; pass ``retry_total=...`` to test retrying.
+        """
         from azure.storage.blob import BlobServiceClient
 
-        kwargs.setdefault("retry_total", 1)
+        kwargs.setdefault("retry_total", 0)
         kwargs.setdefault("connection_timeout", 5)
         return BlobServiceClient.from_connection_string(self.connection_string, **kwargs)
 

@@ -322,7 +322,8 @@ class PlacerSuiteBase:
         for cap in kt_requirements.all():
             yes = "yes" if cap.declared else "no"
             on = "yes" if cap.enabled else "no"
-            props.append(("kt_capability", f"{cap.name}|{yes}|{on}|{cap.reason}"))
+            kind = "cases" if cap.selects_cases else "tests"
+            props.append(("kt_capability", f"{cap.name}|{yes}|{on}|{kind}|{cap.reason}"))
         needs = tuple(getattr(request.function, "_kt_requires", ()))
         props.append(("kt_requires", ",".join(needs)))
         for name in needs:

@@ -21,11 +21,14 @@ class Capability:
         name: the capability (a property name of :class:`Requirements`).
         declared: what the placer class declares (or the default derived from it).
         reason: why it is on or off, in words (shown for skipped tests).
+        selects_cases: True when the capability chooses which generated cases run rather
+            than which tests (shown as "cases included" / "cases left out" in the summary).
     """
 
     name: str
     declared: bool
     reason: str
+    selects_cases: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -73,8 +76,9 @@ class Requirements:
         ``InvalidReplicaAssignmentError``)."""
         if getattr(self.placer_cls, "MULTI_LEVEL", False):
             return Capability("places_brokers_without_racks", False,
-                              "multi-level placers need rack paths")
-        return Capability("places_brokers_without_racks", True, "default for non multi-level")
+                              "multi-level placers need rack paths", selects_cases=True)
+        return Capability("places_brokers_without_racks", True, "default for non multi-level",
+                          selects_cases=True)
 
     def get(self, name: str) -> Capability:
         """The capability ``name``. Raises ``AttributeError`` for an unknown name."""
