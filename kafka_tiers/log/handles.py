@@ -14,6 +14,8 @@ from typing import Protocol
 
 
 class Releasable(Protocol):
+    """Something holding an OS handle it can close while idle and reopen on demand."""
+
     def release(self) -> bool:
         """Close the handle if it is idle; True when closed (it reopens lazily)."""
 

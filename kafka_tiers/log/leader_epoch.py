@@ -14,6 +14,8 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 
 class EpochEntry(NamedTuple):
+    """A leader epoch and the first offset written in it."""
+
     epoch: int
     start_offset: int
 

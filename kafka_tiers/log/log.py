@@ -162,9 +162,12 @@ class Log:
             segment_list: ``(dir mtime ns, base offsets)`` from the log dir's segment list,
                 used instead of listing the directory when still valid (clean shutdown only).
 
+        The directory need not be named ``<topic>-<partition>`` (``topic_partition`` is then
+        None). After an unclean shutdown the recovered segments are fsynced and the recovery
+        point moves to the log end offset.
+
         Raises:
-            InvalidTopicError: the directory name is not ``<topic>-<partition>``.
-            LogDirError: the directory cannot be created or read.
+            OSError: the directory cannot be created or read.
         """
         path = Path(directory)
         config = config or LogConfig()
@@ -176,10 +179,10 @@ class Log:
 
         def on_batch(seg: LogSegment, batch: RecordBatch) -> None:
             pending.append((batch.partition_leader_epoch, batch.base_offset))
-            recovered.append(seg.base_offset)
+            recovered.add(seg.base_offset)
 
         pending: list[tuple[int, int]] = []
-        recovered: list[int] = []
+        recovered: set[int] = set()
         result = load_segments(path, config, recovery_point=recovery_point,
                                log_start_offset=log_start_offset,
                                clean_shutdown=clean_shutdown,
@@ -195,7 +198,7 @@ class Log:
         log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
         log._load_producer_state(min(recovered, default=log.log_end_offset))
         if not clean_shutdown:
-            log._recovery_point = log.log_end_offset
+            log.flush()  # what recovery kept is now durable
         return log
 
     # ------------------------------------------------------------------ offsets

@@ -58,6 +58,7 @@ class ProducerStateEntry(NamedTuple):
 
 
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    """The bytes of a snapshot file holding ``entries`` (sorted by producer id)."""
     rows = sorted(entries)
     body = bytearray(_COUNT.pack(len(rows)))
     for e in rows:

@@ -384,7 +384,7 @@ class RecordBatch:
     def __repr__(self) -> str:
         return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
                 f"count={self.records_count}, size={self.size}, "
-                f"compression={self.compression.name.lower()})")
+                f"codec={self.attributes & COMPRESSION_MASK})")
 
 
 def iter_batches(buffer: bytes | bytearray | memoryview, position: int = 0,

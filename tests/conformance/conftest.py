@@ -1,5 +1,9 @@
-"""Fixtures of the conformance suite's own tests: pytester, and a helper that runs the placer
-suite in-process and reads which rules its report says are broken."""
+"""Fixtures of the conformance suite's own tests: a helper that runs the placer suite in-process
+and reads which rules its report says are broken.
+
+The test modules that use pytester enable it themselves (``pytest_plugins = ["pytester"]`` in
+the module): a ``pytest_plugins`` in this non-root conftest is refused by pytest when the whole
+project's tests run from the repository root."""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ import re
 from dataclasses import dataclass
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 _BROKEN = re.compile(r"^broken rule\(s\): (.+)$", re.MULTILINE)
 

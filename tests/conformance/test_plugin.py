@@ -7,6 +7,8 @@ import pytest
 
 from kafka_tiers.conformance import SUITES, Suite, SuiteNotInstalledError, suite_path
 
+pytest_plugins = ["pytester"]
+
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 
 

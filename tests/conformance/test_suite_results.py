@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 BROKEN = "tests.conformance.broken_placers"
 
 

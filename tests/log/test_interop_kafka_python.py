@@ -166,3 +166,29 @@ def test_segments_built_with_kafka_python_read_with_ours(tmp_path: Path,
     result = dump_files([part / "00000000000000000000.log"], print_data=True)[0]
     assert [b["isValid"] for b in result["batches"]] == [True, True]
     assert [r["offset"] for b in result["batches"] for r in b["records"]] == list(range(150))
+
+
+def test_kafka_python_producer_batches_append_through_the_log(tmp_path: Path) -> None:
+    """As a broker receives them: kafka-python batches (offsets from 0, epoch 0) appended as
+    leader get the log's offsets and epoch, and still decode with kafka-python afterwards."""
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=2048))
+    try:
+        sent = []
+        for n in range(20):
+            recs = _records(3, seed=n)
+            info = log.append(_kafka_python_batch(recs, 0), leader_epoch=9)
+            sent += _expected(recs, info.first_offset)
+        got: list[tuple] = []
+        offset = 0
+        while offset < log.log_end_offset:  # one fetch per segment, as Kafka serves them
+            fetched = log.read(offset, 1 << 20)
+            records = MemoryRecords(bytes(fetched.records))
+            while records.has_next():
+                batch = records.next_batch()
+                assert batch.validate_crc() and batch.leader_epoch == 9
+                got += _theirs(batch)
+            offset = fetched.next_offset
+        assert log.num_segments > 1
+        assert got == sent
+    finally:
+        log.close()

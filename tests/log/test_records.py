@@ -181,3 +181,27 @@ def test_build_batch_refuses_bad_input() -> None:
         build_batch([ProducerRecord("text")])  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         build_batch([ProducerRecord(b"a"), ProducerRecord(b"b")], offset_deltas=[1, 1])
+
+
+_VALID = build_batch([ProducerRecord(b"value-%d" % i, b"k", [("h", b"x")], 5 + i)
+                      for i in range(5)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_VALID) - 1), st.integers(0, 255)), min_size=1,
+                max_size=6), st.integers(HEADER_SIZE, len(_VALID)))
+def test_mutated_batches_fail_only_with_corrupt_record_error(
+        edits: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray(_VALID)
+    for pos, value in edits:
+        data[pos] = value
+    try:
+        batch = RecordBatch(bytes(data[:cut]))
+        if batch.is_valid():
+            batch.records()
+        else:
+            with pytest.raises(CorruptRecordError):
+                batch.validate()
+        batch.records()  # decoding unvalidated bytes must fail cleanly too
+    except CorruptRecordError:
+        pass
