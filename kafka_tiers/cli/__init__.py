@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "conformance": "kafka_tiers.cli.conformance:conformance",
     "config": "kafka_tiers.cli.config:config",
     "dump-log": "kafka_tiers.cli.dump_log:dump_log",
+    "remote": "kafka_tiers.cli.remote:remote",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -34,6 +35,7 @@ SUMMARIES: dict[str, str] = {
     "conformance": "Run the conformance suite against a placer or storage plugin.",
     "config": "Validate and show a broker configuration.",
     "dump-log": "Dump the batches and index entries of Kafka segment files.",
+    "remote": "List, describe, print and verify a partition's remote segments.",
 }
 
 

@@ -17,10 +17,27 @@ leader; the lead wires that).
 
 :meth:`LogManager.shutdown` flushes and closes every log, writes the checkpoints (recovery point =
 log end offset) and then the clean shutdown marker.
+
+JBOD (document 000, KIP-113; see ``docs/jbod.md``):
+
+* A new replica's dir is chosen by the ``choose_log_dir`` first-result hook (default: the online
+  dir with the least bytes used), unless a move was requested for it before it existed.
+* Replicas move between dirs with :meth:`LogManager.alter_replica_log_dirs`
+  (:mod:`kafka_tiers.log.replica_mover`); :meth:`LogManager.append` and :meth:`LogManager.read`
+  follow a replica across the swap.
+* An I/O error takes one dir offline, not the broker (:mod:`kafka_tiers.log.log_dir_failure`);
+  at startup a dir that cannot be used is offline too, and only when every dir is unusable
+  does startup fail.
+* Startup applies document 000's four recovery rules to ``-future`` and ``-delete`` dirs:
+  source and future both present: the move resumes; only the future and no offline dir: it
+  is promoted (renamed to the partition's name and loaded); only the future with an offline
+  dir: it is left alone and the partition is offline; ``-delete`` dirs are deleted
+  asynchronously.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -32,9 +49,10 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.logdirs import LogDirInfo
 from kafka_tiers.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -50,13 +68,26 @@ from kafka_tiers.log.checkpoints import (
     write_meta_properties,
 )
 from kafka_tiers.log.config import LONG_MAX, LogConfig
-from kafka_tiers.log.errors import InvalidTopicError, LogDirError, LogError
-from kafka_tiers.log.log import Log, RollCallback
+from kafka_tiers.log.describe import LogDirDescription, describe_log_dirs, disk_space
+from kafka_tiers.log.errors import InvalidTopicError, LogClosedError, LogDirError, LogError
+from kafka_tiers.log.log import AppendInfo, FetchData, Log, RollCallback
+from kafka_tiers.log.log_dir_failure import LogDirFailureHandler, LogDirOfflineError
 from kafka_tiers.log.names import child_path, parse_partition_dir, partition_dir_name
+from kafka_tiers.log.replica_mover import MoveStatus, ReplicaMover, normalize_request
+from kafka_tiers.log.throttle import Throttle
+
+if TYPE_CHECKING:
+    from kafka_tiers.hooks import Hooks
 
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
+#: how long startup waits for the asynchronous delete of ``-delete`` dirs before returning
+STARTUP_DELETE_GRACE_SECONDS = 1.0
+
+
+class _DirUnusableError(LogDirError):
+    """A log dir cannot be created or opened (an I/O problem: the dir goes offline)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +111,10 @@ class StartupReport:
     recovered_segments: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: dirs found unusable at startup (path -> reason)
+    offline_dirs: dict[str, str] = field(default_factory=dict)
+    #: what the four JBOD recovery rules did: ("resumed"|"promoted"|"left"|"deleted", path)
+    jbod_actions: list[tuple[str, str]] = field(default_factory=list)
 
 
 class LogManager:
@@ -93,6 +128,16 @@ class LogManager:
         meta_properties: written to ``meta.properties`` of dirs that have none (e.g.
             ``{"version": "1", "node.id": "1", "cluster.id": "..."}``).
         on_roll: passed to every log.
+        hooks: the broker's :class:`~kafka_tiers.hooks.Hooks`: ``choose_log_dir`` picks the dir
+            of a new replica, ``replica_moved`` and ``log_dir_failed`` are notified. Without
+            hooks the least-bytes-used online dir is chosen and nothing is notified.
+        num_replica_move_threads: ``num.replica.move.threads`` (None: one per log dir).
+        intra_broker_throttled_rate: ``intra.broker.throttled.rate`` in bytes per second
+            (None or ``LONG_MAX``: unlimited).
+        on_all_dirs_offline: called once with the last error when every dir is offline (the
+            broker must stop).
+        admin_poll_ms: how often :meth:`run_due_tasks` looks for admin requests (reassignments
+            written by the CLI; :mod:`kafka_tiers.log.admin_channel`).
     """
 
     def __init__(self, log_dirs: Iterable[str | os.PathLike[str]],
@@ -102,7 +147,12 @@ class LogManager:
                  meta_properties: Mapping[str, str] | None = None,
                  on_roll: RollCallback | None = None,
                  intervals: MaintenanceIntervals | None = None,
-                 time_fn: Callable[[], float] = time.time) -> None:
+                 time_fn: Callable[[], float] = time.time,
+                 hooks: Hooks | None = None,
+                 num_replica_move_threads: int | None = None,
+                 intra_broker_throttled_rate: int | None = None,
+                 on_all_dirs_offline: Callable[[BaseException], None] | None = None,
+                 admin_poll_ms: int = 500) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise LogDirError("no log dirs given")
@@ -125,6 +175,14 @@ class LogManager:
         self._bg_stop = threading.Event()
         self._started = False
         self.report = StartupReport()
+        self.hooks = hooks
+        self.failure = LogDirFailureHandler(self, on_all_dirs_offline)
+        self.throttle = Throttle(intra_broker_throttled_rate)
+        self.mover = ReplicaMover(self, num_replica_move_threads or len(self.log_dirs),
+                                  self.throttle)
+        self._offline_partitions: dict[TopicPartition, Path] = {}
+        self.admin_poll_ms = admin_poll_ms
+        self._admin: Any = None
 
     @classmethod
     def from_config(cls, broker: Mapping[str, Any], **kwargs: Any) -> LogManager:
@@ -136,6 +194,8 @@ class LogManager:
             start_offset_checkpoint_ms=broker["log.flush.start.offset.checkpoint.interval.ms"],
             retention_check_ms=broker["log.retention.check.interval.ms"])
         kwargs.setdefault("intervals", intervals)
+        kwargs.setdefault("num_replica_move_threads", broker["num.replica.move.threads"])
+        kwargs.setdefault("intra_broker_throttled_rate", broker["intra.broker.throttled.rate"])
         return cls(broker["log.dirs"], LogConfig.from_broker(broker),
                    sanity_check_all=broker["sanity.check.all.logs.enabled"],
                    recovery_threads_per_dir=broker["num.recovery.threads.per.data.dir"],
@@ -150,11 +210,28 @@ class LogManager:
         """
         start = time.perf_counter()
         report = StartupReport()
+        futures: list[tuple[TopicPartition, Path, Path]] = []
+        last_error: BaseException | None = None
         for log_dir in self.log_dirs:
-            self._load_dir(log_dir, report)
+            try:
+                self._load_dir(log_dir, report, futures)
+            except (_DirUnusableError, OSError) as exc:
+                last_error = exc
+                self._startup_offline(log_dir, exc, report)
+        if len(self.failure.offline) == len(self.log_dirs):
+            raise LogDirError(f"every log dir is unusable; last error: {last_error}",
+                              path=str(self.log_dirs[-1]))
         for log_dir in self.log_dirs:
-            remove_clean_shutdown(log_dir)
-            SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).remove()
+            if log_dir in self.failure.offline:
+                continue
+            try:
+                remove_clean_shutdown(log_dir)
+                SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).remove()
+            except OSError as exc:
+                self.failure.fail(log_dir, exc)
+        self._apply_recovery_rules(futures, report)
+        # rule 4 runs in the background; small leftovers are gone when startup returns
+        self.mover.deleter.wait(STARTUP_DELETE_GRACE_SECONDS)
         report.logs = len(self._logs)
         report.seconds = time.perf_counter() - start
         self.report = report
@@ -166,8 +243,8 @@ class LogManager:
             log_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise LogDirError(f"cannot use log dir {log_dir}: {exc.strerror or exc}",
-                              path=str(log_dir)) from None
+            raise _DirUnusableError(f"cannot use log dir {log_dir}: {exc.strerror or exc}",
+                                    path=str(log_dir)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -176,7 +253,68 @@ class LogManager:
                               path=str(log_dir)) from None
         self._lock_fds[log_dir] = fd
 
-    def _load_dir(self, log_dir: Path, report: StartupReport) -> None:
+    def _startup_offline(self, log_dir: Path, exc: BaseException, report: StartupReport) -> None:
+        logger.error("log dir %s is unusable at startup: %s", log_dir, exc)
+        report.offline_dirs[str(log_dir)] = str(exc)
+        self.failure.offline[log_dir] = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            for tp in [tp for tp, d in self._log_dir_of.items() if d == log_dir]:
+                log = self._logs.pop(tp)
+                del self._log_dir_of[tp]
+                self._offline_partitions[tp] = log_dir
+                with contextlib.suppress(Exception):
+                    log.close()
+        fd = self._lock_fds.pop(log_dir, None)
+        if fd is not None:
+            os.close(fd)
+
+    def _apply_recovery_rules(self, futures: list[tuple[TopicPartition, Path, Path]],
+                              report: StartupReport) -> None:
+        """Document 000's rules for ``-future`` dirs (``-delete`` ones were scheduled by
+        :meth:`_load_dir`)."""
+        any_offline = bool(self.failure.offline)
+        seen: set[TopicPartition] = set()
+        for tp, path, log_dir in futures:
+            if tp in seen:  # two futures of one partition: keep the first, drop the other
+                self._schedule_delete(path, report)
+                continue
+            seen.add(tp)
+            source = self._logs.get(tp)
+            if source is not None:
+                with self.failure.guard(log_dir, tp):
+                    future = Log.open(path, self._config_for(tp.topic), recovery_point=0,
+                                      clean_shutdown=False, sanity_check_all=True,
+                                      time_fn=self._time)
+                report.jbod_actions.append(("resumed", str(path)))
+                self.mover.resume(tp, future)
+            elif not any_offline:
+                final = child_path(log_dir, partition_dir_name(tp))
+                with self.failure.guard(log_dir, tp):
+                    os.replace(path, final)
+                    fsync_dir(log_dir)
+                    log = Log.open(final, self._config_for(tp.topic), recovery_point=0,
+                                   clean_shutdown=False, sanity_check_all=True,
+                                   on_roll=self.on_roll, time_fn=self._time)
+                report.jbod_actions.append(("promoted", str(final)))
+                with self._lock:
+                    self._logs[tp] = log
+                    self._log_dir_of[tp] = log_dir
+            else:
+                report.jbod_actions.append(("left", str(path)))
+                logger.warning("%s: only the future log %s survives and a log dir is "
+                               "offline; the partition stays offline", tp, path)
+                self._offline_partitions.setdefault(tp, log_dir)
+
+    def _schedule_delete(self, path: Path, report: StartupReport) -> None:
+        report.jbod_actions.append(("deleted", str(path)))
+        doomed = path
+        if not path.name.endswith("-delete"):
+            doomed = path.with_name(path.name.rsplit("-future", 1)[0] + "-delete")
+            os.replace(path, doomed)
+        self.mover.deleter.schedule(doomed)
+
+    def _load_dir(self, log_dir: Path, report: StartupReport,
+                  futures: list[tuple[TopicPartition, Path, Path]] | None = None) -> None:
         self._lock_dir(log_dir)
         if read_meta_properties(log_dir) is None:
             write_meta_properties(log_dir, self.meta_properties)
@@ -205,11 +343,13 @@ class LogManager:
             except InvalidTopicError:
                 continue
             if parsed.kind == "delete":
-                logger.info("removing %s left by an interrupted delete", entry.path)
-                shutil.rmtree(entry.path, ignore_errors=True)
+                logger.info("removing %s left by a move or delete", entry.path)
+                self._schedule_delete(Path(entry.path), report)  # rule 4
                 continue
             if parsed.kind == "future":
-                continue  # JBOD moves resume these; they are not the partition's log
+                if futures is not None:  # rules 1-3, once every dir is loaded
+                    futures.append((parsed.partition, Path(entry.path), log_dir))
+                continue
             jobs.append((parsed.partition, Path(entry.path)))
 
         def load(job: tuple[TopicPartition, Path]) -> tuple[TopicPartition, Path, Log]:
@@ -268,53 +408,244 @@ class LogManager:
 
     def get_or_create_log(self, tp: TopicPartition, *, log_dir: str | os.PathLike[str] | None
                           = None, overrides: Mapping[str, str] | None = None) -> Log:
-        """The log of ``tp``, created (in ``log_dir`` or the dir with fewest logs) if missing.
+        """The log of ``tp``, created if missing: in ``log_dir`` when given, else in the dir a
+        move requested before the replica existed named, else in the dir the
+        ``choose_log_dir`` hook picks (default: the online dir with the least bytes used).
 
         Raises:
             InvalidTopicError: the topic name is not legal.
             LogDirError: ``log_dir`` is not one of this manager's dirs.
+            LogDirOfflineError: the replica's dir (or the chosen one) is offline.
         """
         name = partition_dir_name(tp)
         with self._lock:
             if tp in self._logs:
                 return self._logs[tp]
+            if tp in self._offline_partitions:
+                raise LogDirOfflineError(
+                    f"{tp} is offline: its log dir {self._offline_partitions[tp]} failed",
+                    path=str(self._offline_partitions[tp]), partition=tp)
             if log_dir is not None:
-                target = Path(log_dir)
-                if target not in self.log_dirs:
-                    raise LogDirError(f"{target} is not a log dir of this broker",
-                                      path=str(target))
+                target = self.resolve_log_dir(log_dir)
+                if target is None:
+                    raise LogDirError(f"{log_dir} is not a log dir of this broker",
+                                      path=str(log_dir))
+                self.mover.take_pending(tp)
             else:
-                counts = {d: 0 for d in self.log_dirs}
-                for d in self._log_dir_of.values():
-                    counts[d] += 1
-                target = min(self.log_dirs, key=lambda d: (counts[d], str(d)))
-            if target not in self._lock_fds:
-                self._lock_dir(target)
+                pending = self.mover.take_pending(tp)
+                if pending is not None and pending not in self.failure.offline:
+                    target = pending
+                else:
+                    target = self._choose_dir(tp)
+            if target in self.failure.offline:
+                raise LogDirOfflineError(f"log dir {target} is offline", path=str(target),
+                                         partition=tp)
             config = self._config_for(tp.topic)
             if overrides:
                 config = config.with_overrides(overrides)
             path = child_path(target, name)
-            log = Log.open(path, config, on_roll=self.on_roll, time_fn=self._time,
-                           clean_shutdown=True)
-            fsync_dir(target)
-            self._logs[tp] = log
-            self._log_dir_of[tp] = target
-            return log
+            try:
+                if target not in self._lock_fds:
+                    self._lock_dir(target)
+                log = Log.open(path, config, on_roll=self.on_roll, time_fn=self._time,
+                               clean_shutdown=True)
+                fsync_dir(target)
+            except (_DirUnusableError, OSError) as exc:
+                error: BaseException = exc
+            else:
+                self._logs[tp] = log
+                self._log_dir_of[tp] = target
+                return log
+        self.failure.fail(target, error)  # outside the manager's lock
+        raise LogDirOfflineError(f"log dir {target} failed creating {tp}: {error}",
+                                 path=str(target), partition=tp) from error
+
+    def _choose_dir(self, tp: TopicPartition) -> Path:
+        infos = self.log_dir_infos(with_disk_space=self.hooks is not None)
+        online = [i for i in infos if i.online]
+        if not online:
+            raise LogDirOfflineError("every log dir is offline", path=str(self.log_dirs[0]),
+                                     partition=tp)
+        if self.hooks is not None:
+            return Path(self.hooks.choose_log_dir(tp, infos))
+        best = min(online, key=lambda i: (i.bytes_used, i.replica_count, i.path))
+        return Path(best.path)
+
+    def log_dir_infos(self, *, with_disk_space: bool = True) -> list[LogDirInfo]:
+        """One :class:`LogDirInfo` per log dir (what ``choose_log_dir`` sees): online, bytes
+        held by its replicas, replica count and (``with_disk_space``) the file system's total
+        and usable bytes."""
+        with self._lock:
+            placed = list(self._log_dir_of.items())
+            logs = dict(self._logs)
+        used = {d: 0 for d in self.log_dirs}
+        count = {d: 0 for d in self.log_dirs}
+        for tp, d in placed:
+            count[d] += 1
+            with contextlib.suppress(LogError):
+                used[d] += logs[tp].size
+        out = []
+        for d in self.log_dirs:
+            total, usable = disk_space(d) if with_disk_space else (0, 0)
+            out.append(LogDirInfo(str(d), d not in self.failure.offline, used[d], total,
+                                  usable, count[d]))
+        return out
+
+    def resolve_log_dir(self, path: str | os.PathLike[str]) -> Path | None:
+        """The log dir of this manager that ``path`` names (compared normalised), or None."""
+        norm = os.path.normpath(os.path.abspath(os.fspath(path)))
+        for d in self.log_dirs:
+            if os.path.normpath(os.path.abspath(d)) == norm:
+                return d
+        return None
 
     def delete_log(self, tp: TopicPartition) -> bool:
         """Close and delete the log of ``tp`` (renamed ``<dir>.<uuid>-delete`` first, so a
-        crash midway finishes the delete at next startup). True when there was one."""
+        crash midway finishes the delete at next startup). A move of it is cancelled first.
+        True when there was one."""
+        self.mover.cancel(tp)
         with self._lock:
             log = self._logs.pop(tp, None)
             log_dir = self._log_dir_of.pop(tp, None)
         if log is None or log_dir is None:
             return False
-        log.close()
-        doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
-        os.replace(log.dir, doomed)
-        fsync_dir(log_dir)
+        with self.failure.guard(log_dir, tp):
+            log.close()
+            doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
+            os.replace(log.dir, doomed)
+            fsync_dir(log_dir)
         shutil.rmtree(doomed, ignore_errors=True)
         return True
+
+    # ------------------------------------------------------------------ serving
+    def _serving(self, tp: TopicPartition) -> tuple[Log, Path]:
+        with self._lock:
+            log = self._logs.get(tp)
+            log_dir = self._log_dir_of.get(tp)
+            if log is not None and log_dir is not None:
+                return log, log_dir
+            offline = self._offline_partitions.get(tp)
+        if offline is not None:
+            raise LogDirOfflineError(f"{tp} is offline: its log dir {offline} failed",
+                                     path=str(offline), partition=tp)
+        raise LogError(f"{tp} has no log on this broker")
+
+    def append(self, tp: TopicPartition, records: bytes | bytearray | memoryview,
+               **kwargs: Any) -> AppendInfo:
+        """``Log.append`` on the current log of ``tp`` (keyword arguments passed on), following
+        it across a move's swap and taking its dir offline on an I/O error.
+
+        Raises:
+            LogDirOfflineError: the replica's dir is offline (Kafka's KafkaStorageError).
+            LogError: no such replica, or what ``Log.append`` raises.
+        """
+        for _ in range(10):
+            log, log_dir = self._serving(tp)
+            try:
+                with self.failure.guard(log_dir, tp):
+                    return log.append(records, **kwargs)
+            except LogClosedError:
+                if self.get_log(tp) is log:
+                    raise
+        raise LogClosedError(f"{tp} kept being replaced during the append")
+
+    def read(self, tp: TopicPartition, offset: int, max_bytes: int,
+             **kwargs: Any) -> FetchData:
+        """``Log.read`` on the current log of ``tp`` (keyword arguments passed on), following
+        it across a move's swap and taking its dir offline on an I/O error.
+
+        Raises:
+            LogDirOfflineError: the replica's dir is offline (Kafka's KafkaStorageError).
+            LogError: no such replica, or what ``Log.read`` raises.
+        """
+        for _ in range(10):
+            log, log_dir = self._serving(tp)
+            try:
+                with self.failure.guard(log_dir, tp):
+                    return log.read(offset, max_bytes, **kwargs)
+            except LogClosedError:
+                if self.get_log(tp) is log:
+                    raise
+        raise LogClosedError(f"{tp} kept being replaced during the read")
+
+    # ------------------------------------------------------------------ JBOD
+    def alter_replica_log_dirs(self, moves: Mapping[TopicPartition, str | os.PathLike[str]]
+                               ) -> dict[TopicPartition, str]:
+        """Document 000's ChangeReplicaDirRequest: move each replica to the given log dir of
+        this broker (``any`` cancels its move). Returns per partition ``NONE`` (moving,
+        already there or cancelled), ``REPLICA_NOT_AVAILABLE`` (no replica yet: remembered and
+        applied when it is created), ``LOG_DIR_NOT_FOUND`` or ``KAFKA_STORAGE_ERROR``.
+
+        Raises:
+            ValueError: a dir that is neither ``any`` nor an absolute path.
+        """
+        return {tp: self.mover.request(tp, d) for tp, d in normalize_request(moves).items()}
+
+    def replica_move_status(self, tp: TopicPartition | None = None) -> list[MoveStatus]:
+        """The moves requested since startup (or that of ``tp``) with state and bytes."""
+        return self.mover.status(tp)
+
+    def wait_for_moves(self, timeout: float | None = None) -> bool:
+        """Wait until no move is queued or running; True when none is left."""
+        return self.mover.wait(timeout)
+
+    def describe_log_dirs(self, log_dirs: Iterable[str | os.PathLike[str]] | None = None,
+                          topics: Iterable[str] | None = None) -> list[LogDirDescription]:
+        """Document 000's DescribeDirs (see :mod:`kafka_tiers.log.describe`)."""
+        return describe_log_dirs(self, log_dirs, topics)
+
+    @property
+    def offline_dirs(self) -> dict[Path, str]:
+        """Offline log dirs and why."""
+        return dict(self.failure.offline)
+
+    @property
+    def offline_partitions(self) -> dict[TopicPartition, Path]:
+        """Replicas out of service because their dir failed (or, startup rule 3, because only
+        their future log survived while a dir is offline), with that dir."""
+        with self._lock:
+            return dict(self._offline_partitions)
+
+    def mark_log_dir_offline(self, log_dir: str | os.PathLike[str],
+                             error: BaseException) -> bool:
+        """Take ``log_dir`` offline as after an I/O error there (see
+        :mod:`kafka_tiers.log.log_dir_failure`). False when it already was.
+
+        Raises:
+            LogDirError: not a log dir of this manager.
+        """
+        d = self.resolve_log_dir(log_dir)
+        if d is None:
+            raise LogDirError(f"{log_dir} is not a log dir of this broker", path=str(log_dir))
+        return self.failure.fail(d, error)
+
+    def _take_dir_offline(self, log_dir: Path) -> list[TopicPartition]:
+        """For the failure handler: remove the dir's replicas from service; their logs are
+        closed outside the manager's lock, errors ignored (the disk is failing)."""
+        with self._lock:
+            tps = sorted(tp for tp, d in self._log_dir_of.items() if d == log_dir)
+            logs = [self._logs.pop(tp) for tp in tps]
+            for tp in tps:
+                del self._log_dir_of[tp]
+                self._offline_partitions[tp] = log_dir
+            fd = self._lock_fds.pop(log_dir, None)
+        for log in logs:
+            with contextlib.suppress(Exception):
+                log.close()
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return tps
+
+    def _replace_log(self, tp: TopicPartition, log: Log, log_dir: Path) -> None:
+        """For the mover's swap: ``tp`` is served by ``log`` in ``log_dir`` from now on."""
+        with self._lock:
+            self._logs[tp] = log
+            self._log_dir_of[tp] = log_dir
+
+    def _admin_state_changed(self) -> None:
+        if self._admin is not None:
+            self._admin.write_state()
 
     # ------------------------------------------------------------------ checks
     def check_unchecked_segments(self, tps: Iterable[TopicPartition] | None = None) -> int:
@@ -362,21 +693,33 @@ class LogManager:
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self) -> None:
         """Write the recovery points, log start offsets and high watermarks of every dir."""
+        failed: list[tuple[Path, OSError]] = []
         with self._lock:
             for log_dir in self.log_dirs:
+                if log_dir in self.failure.offline:
+                    continue
                 tps = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
                 logs = {tp: self._logs[tp] for tp in tps}
-                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
-                    {tp: lg.recovery_point for tp, lg in logs.items()})
-                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
-                    {tp: lg.log_start_offset for tp, lg in logs.items()})
-                OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: lg.high_watermark for tp, lg in logs.items()})
+                try:
+                    OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
+                        {tp: lg.recovery_point for tp, lg in logs.items()})
+                    OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
+                        {tp: lg.log_start_offset for tp, lg in logs.items()})
+                    OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(
+                        {tp: lg.high_watermark for tp, lg in logs.items()})
+                except OSError as exc:
+                    failed.append((log_dir, exc))
+        for log_dir, exc in failed:  # outside the manager's lock
+            self.failure.fail(log_dir, exc)
 
     def flush_all(self) -> None:
         """Flush every log (recovery points advance to the log end offsets)."""
-        for log in self.logs.values():
-            log.flush()
+        for tp, log in self.logs.items():
+            try:
+                with self.failure.guard(self.log_dir_of(tp), tp):
+                    log.flush()
+            except (LogDirOfflineError, LogClosedError):
+                continue
 
     # ------------------------------------------------------------------ periodic jobs
     def run_due_tasks(self, now_ms: int | None = None) -> list[str]:
@@ -389,20 +732,26 @@ class LogManager:
         jobs = (("flush", self.intervals.flush_check_ms),
                 ("checkpoint", min(self.intervals.recovery_checkpoint_ms,
                                    self.intervals.start_offset_checkpoint_ms)),
-                ("retention", self.intervals.retention_check_ms))
+                ("retention", self.intervals.retention_check_ms),
+                ("admin", self.admin_poll_ms if self._admin is not None else LONG_MAX))
         for name, interval in jobs:
             last = self._last_run.setdefault(name, now)
             if now - last < interval:
                 continue
             self._last_run[name] = now
-            for log in self.logs.values():
+            if name == "admin":
+                self._admin.poll()
+                ran.append(name)
+                continue
+            for tp, log in self.logs.items():
                 if log.closed:
                     continue
                 try:
-                    if name == "flush":
-                        log.maybe_flush()
-                    elif name == "retention":
-                        log.delete_old_segments()
+                    with self.failure.guard(self.log_dir_of(tp), tp):
+                        if name == "flush":
+                            log.maybe_flush()
+                        elif name == "retention":
+                            log.delete_old_segments()
                 except LogError as exc:
                     logger.warning("%s of %s failed: %s", name, log.dir, exc)
             if name == "checkpoint":
@@ -413,6 +762,12 @@ class LogManager:
     def start_scheduler(self, tick_seconds: float = 0.5) -> None:
         """Call :meth:`run_due_tasks` every ``tick_seconds`` in a daemon thread until
         :meth:`shutdown`."""
+        if self._admin is None:
+            from kafka_tiers.log.admin_channel import AdminChannel
+
+            self._admin = AdminChannel(self)
+            self._admin.write_state()
+
         def loop() -> None:
             while not self._scheduler_stop.wait(tick_seconds):
                 try:
@@ -435,21 +790,30 @@ class LogManager:
             self._bg_thread.join()
         if self._scheduler is not None:
             self._scheduler.join()
+        self.mover.shutdown()  # moves stop; their future logs stay for startup rule 1
         with self._lock:
-            for log in self._logs.values():
-                log.close()
+            failed: list[tuple[Path, OSError]] = []
+            for tp, log in self._logs.items():
+                try:
+                    log.close()
+                except OSError as exc:
+                    failed.append((self._log_dir_of[tp], exc))
+            for log_dir, exc in failed:
+                self.failure.fail(log_dir, exc)
             self.checkpoint()
             for log_dir in self.log_dirs:
+                if log_dir not in self._lock_fds or log_dir in self.failure.offline:
+                    continue
                 lists = {}
                 for tp, d in self._log_dir_of.items():
                     if d == log_dir:
                         log = self._logs[tp]
                         lists[tp] = (os.stat(log.dir).st_mtime_ns, log.segment_bases())
-                if log_dir in self._lock_fds:
+                try:
                     SegmentListCheckpoint(log_dir / SEGMENT_LIST_FILE).write(lists)
-            for log_dir in self.log_dirs:
-                if log_dir in self._lock_fds:
                     write_clean_shutdown(log_dir, broker_epoch)
+                except OSError as exc:
+                    logger.error("clean shutdown of %s failed: %s", log_dir, exc)
             for fd in self._lock_fds.values():
                 os.close(fd)
             self._lock_fds.clear()
@@ -463,4 +827,5 @@ class LogManager:
         self.shutdown()
 
 
-__all__ = ["LOCK_FILE", "LogManager", "MaintenanceIntervals", "StartupReport"]
+__all__ = ["LOCK_FILE", "STARTUP_DELETE_GRACE_SECONDS", "LogManager", "MaintenanceIntervals",
+           "StartupReport"]

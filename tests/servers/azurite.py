@@ -62,10 +62,17 @@ def azurite_blob_binary() -> Path:
         if binary.exists() and marker.exists():
             return binary
         prefix.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        # tox does not pass NODE_EXTRA_CA_CERTS; without the system CA bundle npm cannot verify
+        # the registry where TLS goes through a local CA, and retries for minutes
+        system_ca = "/etc/ssl/certs/ca-certificates.crt"
+        if "NODE_EXTRA_CA_CERTS" not in env and os.path.exists(system_ca):
+            env["NODE_EXTRA_CA_CERTS"] = system_ca
         run_install(
             [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             "--loglevel=error", AZURITE_PACKAGE],
-            cache_dir() / "npm-install.log",
+             "--loglevel=warn", "--fetch-retries=2", "--fetch-timeout=60000",
+             AZURITE_PACKAGE],
+            cache_dir() / "npm-install.log", env=env, timeout=600,
         )
         if not binary.exists():
             raise ServerUnavailable(f"npm installed {AZURITE_PACKAGE} but {binary} is missing")

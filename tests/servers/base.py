@@ -9,6 +9,7 @@ modules that need them, inside functions.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import http.client
 import os
@@ -16,12 +17,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout's root (``tests/servers/base.py`` is two levels below it)."""
@@ -115,7 +118,52 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies, however it dies
+    (a SIGKILLed or SIGTERMed pytest runs no finalizer and no atexit hook). Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                 thread_name_prefix="kt-server-spawner")
+
+
+def _spawn(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` from one long-lived thread: the parent-death signal fires when the
+    *thread* that forked the child ends, so a server (re)started by a short-lived thread of a
+    fault test must not be forked by that thread."""
+    return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
+
+
 _LIVE: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+_OWNER_FILE = "owner.pid"
+
+
+def _sweep_stale_workdirs(name: str) -> None:
+    """Remove ``kt-<name>-*`` temp dirs left by test processes that were killed (SIGKILL runs
+    no cleanup); a directory whose owning process is alive is left alone."""
+    for stale in Path(tempfile.gettempdir()).glob(f"kt-{name}-*"):
+        try:
+            owner = int((stale / _OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if owner == os.getpid():
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except PermissionError:
+            continue
 
 
 @atexit.register
@@ -141,8 +189,12 @@ class ServerProcess:
 
     def __init__(self, workdir: Path | None = None, *, startup_timeout: float | None = None):
         self._own_workdir = workdir is None
+        if workdir is None:
+            _sweep_stale_workdirs(self.name)
         self.workdir: Path = Path(workdir or tempfile.mkdtemp(prefix=f"kt-{self.name}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._own_workdir:
+            (self.workdir / _OWNER_FILE).write_text(str(os.getpid()))
         self.data_dir: Path = self.workdir / "data"
         """The server's data directory; it survives :meth:`stop` / :meth:`start`."""
         self.data_dir.mkdir(exist_ok=True)
@@ -197,9 +249,10 @@ class ServerProcess:
             with self.log_path.open("ab") as log:
                 log.write(f"\n==== {time.strftime('%H:%M:%S')} start: {' '.join(cmd)}\n".encode())
                 log.flush()
-                self._proc = subprocess.Popen(
+                self._proc = _spawn(
                     cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     cwd=self.cwd(), env=self.environment(), start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             _LIVE.add(self)
             deadline = time.monotonic() + self.startup_timeout

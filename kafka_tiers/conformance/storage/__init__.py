@@ -23,12 +23,14 @@ Or inherit it in your own tests (fsspec style) and say how to build your plugin:
             return StorageTarget.from_class(MyStorage, {"path": str(tmp_path)})
 
 One module per behaviour area: ``copy_fetch``, ``ranges``, ``not_found``, ``idempotency``,
-``listing``, ``faults``, ``concurrency``, ``large``, ``leaks``, ``orphans``, ``core_wrapper``.
+``listing``, ``faults``, ``concurrency``, ``large``, ``leaks``, ``orphans``, ``core_wrapper``,
+``rlm``.
 Tests needing an optional capability (:class:`StorageRequirements`) are skipped, with the
 reason, when the plugin does not declare it. A failing test names the rule that was broken.
 
-Not covered yet: the whole remote-log-manager path (produce, roll, copy, local retention, read
-old offsets through the remote tier, remote retention), which needs the broker's log engine.
+The ``rlm`` area runs the whole remote-log-manager path on top of the backend: an in-process
+broker produces, rolls, copies, applies local retention, reads old offsets back through the
+remote tier (also after a restart) and applies remote retention.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from kafka_tiers.conformance.storage.not_found import NotFoundTests
 from kafka_tiers.conformance.storage.orphans import OrphanTests
 from kafka_tiers.conformance.storage.ranges import RangeTests
 from kafka_tiers.conformance.storage.requirements import Requirement, StorageRequirements
+from kafka_tiers.conformance.storage.rlm import RemoteLogManagerTests
 
 
 class StorageSuite(
@@ -68,6 +71,7 @@ class StorageSuite(
     LeakTests,
     OrphanTests,
     CoreWrapperTests,
+    RemoteLogManagerTests,
 ):
     """Every storage conformance test: inherit it in a ``Test*`` class and override the
     ``storage_target`` fixture (and optionally ``storage_requirements``)."""
@@ -87,6 +91,7 @@ __all__ = [
     "NotFoundTests",
     "OrphanTests",
     "RangeTests",
+    "RemoteLogManagerTests",
     "Requirement",
     "Segment",
     "SegmentBuilder",

@@ -1,0 +1,340 @@
+"""``kafka-tiers remote ls|describe|cat|verify``: look into a partition's remote tier through a
+storage plugin, without a broker.
+
+The config file holds the plugin's own keys, as they appear after ``rsm.config.`` in
+``server.properties`` (the same convention as ``kafka-tiers conformance storage``). ``verify``
+exits with status 1 when a segment has a problem.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+import click
+
+from kafka_tiers.cli.output import FORMAT_OPTION, console, emit_json, parse_kv
+
+
+def _common(fn: Any) -> Any:
+    options = [
+        click.option("--storage", "storage", required=True, metavar="NAME_OR_PATH",
+                     help="The storage plugin: an entry-point name (local) or "
+                          "pkg.module:Class."),
+        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+                     metavar="FILE", help="The plugin's configuration (keys after rsm.config.)."),
+        click.option("--set", "overrides", multiple=True, metavar="K=V",
+                     help="A plugin key overriding the file (repeatable)."),
+        click.option("--topic", required=True, help="The topic."),
+        click.option("--partition", type=click.IntRange(min=0), default=0, show_default=True),
+        FORMAT_OPTION,
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _segment_option(required: bool) -> Any:
+    return click.option("--segment", "segment_id", required=required, metavar="ID",
+                        help="A remote segment id (as `remote ls` shows it)." + (
+                            "" if required else " Default: every segment."))
+
+
+def _open(storage: str, config_file: str | None, overrides: tuple[str, ...]) -> Any:
+    from kafka_tiers.config import read_properties
+    from kafka_tiers.remote.guarded import GuardedRemoteStorage
+
+    config = read_properties(config_file) if config_file else {}
+    config.update(parse_kv(overrides, "--set"))
+    return GuardedRemoteStorage.load(storage, config)
+
+
+def _tp(topic: str, partition: int) -> Any:
+    from kafka_tiers.api import TopicPartition
+    from kafka_tiers.log.names import validate_topic
+
+    validate_topic(topic)
+    return TopicPartition(topic, partition)
+
+
+def _find(rsm: Any, tp: Any, segment_id: str) -> Any:
+    from kafka_tiers.api import RemoteResourceNotFoundError
+
+    for md in rsm.list_remote_segments(tp):
+        if md.segment_id == segment_id:
+            return md
+    raise RemoteResourceNotFoundError(f"no remote segment {segment_id} in {tp}",
+                                      segment_id=segment_id, resource="segment")
+
+
+def _md_json(md: Any) -> dict[str, Any]:
+    return {
+        "segment_id": md.segment_id,
+        "topic": md.topic_partition.topic,
+        "partition": md.topic_partition.partition,
+        "start_offset": md.start_offset,
+        "end_offset": md.end_offset,
+        "max_timestamp_ms": md.max_timestamp_ms,
+        "broker_id": md.broker_id,
+        "event_timestamp_ms": md.event_timestamp_ms,
+        "size_bytes": md.segment_size_in_bytes,
+        "leader_epochs": {str(k): v for k, v in md.segment_leader_epochs.items()},
+        "state": md.state.value,
+        "custom_metadata_base64": (None if md.custom_metadata is None
+                                   else base64.b64encode(md.custom_metadata).decode("ascii")),
+    }
+
+
+@click.group()
+def remote() -> None:
+    """Look into a partition's remote tier through a storage plugin.
+
+    \b
+    Examples:
+      kafka-tiers remote ls --storage local --set dir=/data/tier --topic orders
+      kafka-tiers remote describe --storage local --config tier.properties --topic orders \\
+          --segment 7_TGvhOvS_iIF3viOf6qnw --format json
+      kafka-tiers remote cat --storage s3 --config s3.properties --topic orders --partition 2 \\
+          --segment 7_TGvhOvS_iIF3viOf6qnw --max-records 20
+      kafka-tiers remote verify --storage local --set dir=/data/tier --topic orders
+    """
+
+
+@remote.command("ls")
+@_common
+def ls(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+       partition: int, fmt: str) -> None:
+    """List a partition's remote segments, oldest first."""
+    tp = _tp(topic, partition)
+    with _open(storage, config_file, overrides) as rsm:
+        segments = rsm.list_remote_segments(tp)
+    if fmt == "json":
+        emit_json({"version": 1, "topic": topic, "partition": partition,
+                   "segments": [_md_json(md) for md in segments]})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"remote segments of {tp}")
+    for column in ("segment id", "start", "end", "bytes", "max timestamp", "broker",
+                   "leader epochs"):
+        table.add_column(column, justify="left" if column in ("segment id",
+                                                              "leader epochs") else "right")
+    for md in segments:
+        table.add_row(md.segment_id, str(md.start_offset), str(md.end_offset),
+                      str(md.segment_size_in_bytes), str(md.max_timestamp_ms),
+                      str(md.broker_id),
+                      ", ".join(f"{e}@{o}" for e, o in md.segment_leader_epochs.items()))
+    out = console()
+    out.print(table)
+    out.print(f"{len(segments)} segments, "
+              f"{sum(m.segment_size_in_bytes for m in segments)} bytes")
+
+
+@remote.command("describe")
+@_common
+@_segment_option(required=True)
+def describe(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+             partition: int, fmt: str, segment_id: str) -> None:
+    """Show one remote segment's metadata (and its objects, for object-store plugins)."""
+    tp = _tp(topic, partition)
+    with _open(storage, config_file, overrides) as rsm:
+        md = _find(rsm, tp, segment_id)
+        objects = _objects(rsm, md)
+    doc = _md_json(md)
+    doc["objects"] = objects
+    if fmt == "json":
+        emit_json({"version": 1, "segment": doc})
+        return
+    out = console()
+    for key, value in doc.items():
+        if key != "objects":
+            out.print(f"{key:24} {value}")
+    for obj in objects or []:
+        out.print(f"{'object':24} {obj['kind']:24} {obj['size']:>10} bytes  "
+                  f"sha256 {obj['sha256'][:16]}")
+
+
+def _objects(rsm: Any, md: Any) -> list[dict[str, Any]] | None:
+    plugin = getattr(rsm, "plugin", rsm)
+    read_manifest = getattr(plugin, "read_manifest", None)
+    if not callable(read_manifest):
+        return None
+    manifest = read_manifest(md)
+    return [{"kind": o.kind.value, "name": o.name, "size": o.size, "sha256": o.sha256}
+            for o in manifest.objects]
+
+
+def _text(data: bytes | None) -> dict[str, Any]:
+    if data is None:
+        return {"text": None}
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+@remote.command("cat")
+@_common
+@_segment_option(required=True)
+@click.option("--from-offset", type=click.IntRange(min=0), default=None,
+              help="Start at this offset (default: the segment's first).")
+@click.option("--max-records", type=click.IntRange(min=1), default=None,
+              help="Print at most this many records.")
+def cat(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+        partition: int, fmt: str, segment_id: str, from_offset: int | None,
+        max_records: int | None) -> None:
+    """Print the records of a remote segment."""
+    from kafka_tiers.log.records import iter_batches
+
+    tp = _tp(topic, partition)
+    with _open(storage, config_file, overrides) as rsm:
+        md = _find(rsm, tp, segment_id)
+        with rsm.fetch_log_segment(md, 0) as stream:
+            data = stream.read()
+    records = []
+    for batch in iter_batches(data):
+        for rec in batch.records():
+            if from_offset is not None and rec.offset < from_offset:
+                continue
+            records.append(rec)
+            if max_records is not None and len(records) >= max_records:
+                break
+        if max_records is not None and len(records) >= max_records:
+            break
+    if fmt == "json":
+        emit_json({"version": 1, "segment_id": segment_id, "records": [
+            {"offset": r.offset, "timestamp": r.timestamp, "key": _text(r.key),
+             "value": _text(r.value),
+             "headers": [{"key": k, "value": _text(v)} for k, v in r.headers]}
+            for r in records]})
+        return
+    for r in records:
+        key = _text(r.key)
+        value = _text(r.value)
+        click.echo(f"offset={r.offset} timestamp={r.timestamp} "
+                   f"key={key.get('text', key.get('base64'))!s} "
+                   f"value={value.get('text', value.get('base64'))!s}")
+
+
+def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
+    """Check one remote segment: the log's batches (CRC, offsets within the metadata's range
+    and increasing, the size), the offset index (every entry points at the batch holding its
+    offset), the time index (offsets in range, timestamps not decreasing) and, for
+    object-store plugins, the manifest's sha256 of every object. Returns a report with
+    ``problems`` (empty when the segment is sound)."""
+    from kafka_tiers.api import IndexType, RemoteStorageError
+    from kafka_tiers.log.errors import CorruptRecordError
+    from kafka_tiers.log.index import OffsetIndex, TimeIndex
+    from kafka_tiers.log.records import LOG_OVERHEAD, RecordBatch
+
+    problems: list[str] = []
+    batches = records = 0
+    with rsm.fetch_log_segment(md, 0) as stream:
+        data = stream.read()
+    if len(data) != md.segment_size_in_bytes:
+        problems.append(f"log has {len(data)} bytes, metadata says {md.segment_size_in_bytes}")
+    starts: dict[int, RecordBatch] = {}
+    pos, expected = 0, md.start_offset
+    while pos < len(data):
+        try:
+            if len(data) - pos < LOG_OVERHEAD:
+                raise CorruptRecordError(f"{len(data) - pos} trailing bytes")
+            batch = RecordBatch(data, pos)
+            if pos + batch.size > len(data):
+                raise CorruptRecordError("the last batch is cut short")
+        except CorruptRecordError as exc:
+            problems.append(f"byte {pos}: {exc}")
+            break
+        if not batch.is_valid():
+            problems.append(f"batch at byte {pos} (offset {batch.base_offset}): CRC mismatch")
+        if batch.base_offset < expected or batch.last_offset > md.end_offset:
+            problems.append(f"batch at byte {pos} holds offsets {batch.base_offset}-"
+                            f"{batch.last_offset}, outside {expected}-{md.end_offset}")
+        expected = max(expected, batch.last_offset + 1)
+        starts[pos] = batch
+        batches += 1
+        records += batch.records_count
+        pos += batch.size
+    indexes: dict[str, bytes] = {}
+    for index_type in (IndexType.OFFSET, IndexType.TIMESTAMP):
+        try:
+            with rsm.fetch_index(md, index_type) as stream:
+                indexes[index_type.name] = stream.read()
+        except RemoteStorageError as exc:
+            problems.append(f"{index_type.name} index: {exc}")
+    raw = indexes.get("OFFSET", b"")
+    entry = OffsetIndex.ENTRY
+    last = -1
+    for n in range(len(raw) // entry.size):
+        rel, position = entry.unpack_from(raw, n * entry.size)
+        if n and rel == 0 and position == 0:
+            break  # a preallocated tail
+        offset = md.start_offset + rel
+        holder = starts.get(position)
+        if offset <= last:
+            problems.append(f"offset index entry {n}: offset {offset} not increasing")
+        elif holder is None:
+            problems.append(f"offset index entry {n}: position {position} is not a batch start")
+        elif not holder.base_offset <= offset <= holder.last_offset:
+            problems.append(f"offset index entry {n}: offset {offset} is not in the batch at "
+                            f"position {position} ({holder.base_offset}-{holder.last_offset})")
+        last = offset
+    raw = indexes.get("TIMESTAMP", b"")
+    entry = TimeIndex.ENTRY
+    last_ts = -1
+    for n in range(len(raw) // entry.size):
+        ts, rel = entry.unpack_from(raw, n * entry.size)
+        if n and ts == 0 and rel == 0:
+            break
+        offset = md.start_offset + rel
+        if not md.start_offset <= offset <= md.end_offset:
+            problems.append(f"time index entry {n}: offset {offset} outside the segment")
+        if ts < last_ts:
+            problems.append(f"time index entry {n}: timestamp {ts} decreases")
+        last_ts = ts
+    for obj in _objects(rsm, md) or []:
+        if obj["kind"] == "log" and hashlib.sha256(data).hexdigest() != obj["sha256"]:
+            problems.append("log content differs from the sha256 in the manifest")
+        elif obj["kind"] in ("index", "timeindex"):
+            got = indexes.get("OFFSET" if obj["kind"] == "index" else "TIMESTAMP")
+            if got is not None and hashlib.sha256(got).hexdigest() != obj["sha256"]:
+                problems.append(f"{obj['kind']} content differs from the sha256 in the "
+                                "manifest")
+    return {"segment_id": md.segment_id, "start_offset": md.start_offset,
+            "end_offset": md.end_offset, "batches": batches, "records": records,
+            "ok": not problems, "problems": problems}
+
+
+@remote.command("verify")
+@_common
+@_segment_option(required=False)
+@click.pass_context
+def verify(ctx: click.Context, storage: str, config_file: str | None,
+           overrides: tuple[str, ...], topic: str, partition: int, fmt: str,
+           segment_id: str | None) -> None:
+    """Verify CRCs and indexes of remote segments; exit status 1 when one has a problem."""
+    tp = _tp(topic, partition)
+    with _open(storage, config_file, overrides) as rsm:
+        segments = ([_find(rsm, tp, segment_id)] if segment_id
+                    else rsm.list_remote_segments(tp))
+        reports = [verify_segment(rsm, md) for md in segments]
+    ok = all(r["ok"] for r in reports)
+    if fmt == "json":
+        emit_json({"version": 1, "topic": topic, "partition": partition, "ok": ok,
+                   "segments": reports})
+    else:
+        out = console()
+        for r in reports:
+            status = "ok" if r["ok"] else "BROKEN"
+            out.print(f"{r['segment_id']}  {r['start_offset']}-{r['end_offset']}  "
+                      f"{r['batches']} batches, {r['records']} records  {status}")
+            for problem in r["problems"]:
+                out.print(f"    {problem}")
+        out.print(f"{len(reports)} segments verified: "
+                  f"{'all sound' if ok else 'problems found'}")
+    if not ok:
+        ctx.exit(1)
+
+
+__all__ = ["remote", "verify_segment"]

@@ -1,0 +1,154 @@
+"""A failed log dir (KIP-113's companion, "handle disk failure for JBOD"): an I/O error takes
+that dir offline, not the broker.
+
+What is guarded: every call the :class:`~kafka_tiers.log.log_manager.LogManager` makes into a
+dir on behalf of a replica or of the dir itself — ``append`` / ``read`` through the manager,
+creating a log, checkpoints, flushes, retention, deleting a log, startup of a dir, and every
+step of a replica move (source and destination). An :class:`OSError` there (EIO, ENOSPC,
+EROFS, EACCES, ...) is handed to :meth:`LogDirFailureHandler.fail` with the dir it happened in,
+which:
+
+1. marks the dir offline (idempotent: the first error wins, later ones are ignored);
+2. takes every replica of the dir out of service: its log is closed as far as the failing disk
+   allows and the partition is listed in ``offline_partitions``; a call for it raises
+   :class:`LogDirOfflineError` (Kafka's ``KafkaStorageError``) from then on;
+3. stops the moves whose source or destination is the dir;
+4. fires the ``log_dir_failed`` hook with the dir, its partitions and the error;
+5. when no dir is left online, calls ``on_all_offline`` (the broker stops; Kafka halts).
+
+Replicas on the other dirs keep serving throughout: nothing here holds the manager's lock while
+touching a log, so a hung disk cannot block the healthy ones.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.log.errors import LogDirError
+
+if TYPE_CHECKING:
+    from kafka_tiers.log.log_manager import LogManager
+
+logger = logging.getLogger(__name__)
+
+
+class LogDirOfflineError(LogDirError):
+    """The replica's log dir is offline (Kafka's ``KafkaStorageError``); retriable on another
+    replica, never on this dir until the disk is replaced and the broker restarted.
+
+    Attributes:
+        path: the offline log dir.
+        partition: the replica asked for, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None,
+                 partition: TopicPartition | None = None) -> None:
+        super().__init__(message, path=path)
+        self.partition = partition
+
+
+#: errno values that say "this disk is gone or unusable" (anything else still counts when
+#: raised by a guarded call, but these are what a failed disk gives)
+DISK_ERRNOS = frozenset({errno.EIO, errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM,
+                         errno.ENXIO, errno.ENODEV, errno.EDQUOT})
+
+
+def dir_of_path(path: str | os.PathLike[str] | None,
+                log_dirs: list[Path]) -> Path | None:
+    """The log dir (of ``log_dirs``) holding ``path``, or None."""
+    if path is None:
+        return None
+    p = os.path.abspath(os.fspath(path))
+    best: Path | None = None
+    for d in log_dirs:
+        root = os.path.abspath(d)
+        if (p == root or p.startswith(root.rstrip(os.sep) + os.sep)) and (
+                best is None or len(str(d)) > len(str(best))):
+            best = d
+    return best
+
+
+class LogDirFailureHandler:
+    """Marks dirs offline and takes their replicas out of service (see the module doc).
+
+    Args:
+        manager: the log manager whose dirs this guards.
+        on_all_offline: called once, with the last error, when every dir is offline.
+    """
+
+    def __init__(self, manager: LogManager,
+                 on_all_offline: Callable[[BaseException], None] | None = None) -> None:
+        self.manager = manager
+        self.on_all_offline = on_all_offline
+        self._lock = threading.Lock()
+        self.offline: dict[Path, str] = {}
+        self.all_offline = threading.Event()
+
+    def is_offline(self, log_dir: Path) -> bool:
+        return log_dir in self.offline
+
+    @contextmanager
+    def guard(self, log_dir: Path | None,
+              partition: TopicPartition | None = None) -> Iterator[None]:
+        """Run a block that touches ``log_dir``; an :class:`OSError` inside takes the dir
+        offline (the dir named by the error's file name when it is another log dir) and is
+        raised again as :class:`LogDirOfflineError`.
+
+        Raises:
+            LogDirOfflineError: the dir is (or just went) offline.
+        """
+        if log_dir is not None and log_dir in self.offline:
+            raise LogDirOfflineError(f"log dir {log_dir} is offline"
+                                     + (f"; {partition} is unavailable" if partition else ""),
+                                     path=str(log_dir), partition=partition)
+        try:
+            yield
+        except OSError as exc:
+            failed = dir_of_path(getattr(exc, "filename", None),
+                                 self.manager.log_dirs) or log_dir
+            if failed is None:
+                raise
+            self.fail(failed, exc)
+            raise LogDirOfflineError(
+                f"log dir {failed} failed ({exc.strerror or exc}); it is offline now",
+                path=str(failed), partition=partition) from exc
+
+    def fail(self, log_dir: Path, error: BaseException) -> bool:
+        """Take ``log_dir`` offline (see the module doc). Returns False when it already was.
+        Never raises."""
+        with self._lock:
+            if log_dir in self.offline:
+                return False
+            self.offline[log_dir] = f"{type(error).__name__}: {error}"
+        logger.error("log dir %s failed: %s; its replicas go offline", log_dir, error)
+        partitions = self.manager._take_dir_offline(log_dir)
+        try:
+            self.manager.mover.stop_moves_on_dir(log_dir)
+        except Exception:  # never let the cleanup fail the caller
+            logger.exception("stopping the moves of %s failed", log_dir)
+        if self.manager.hooks is not None:
+            self.manager.hooks.log_dir_failed(str(log_dir), partitions, error)
+        try:
+            self.manager._admin_state_changed()
+        except Exception:
+            logger.exception("writing the admin state failed")
+        if len(self.offline) >= len(self.manager.log_dirs) and not self.all_offline.is_set():
+            self.all_offline.set()
+            logger.critical("every log dir is offline; the broker must stop")
+            if self.on_all_offline is not None:
+                try:
+                    self.on_all_offline(error)
+                except Exception:
+                    logger.exception("on_all_offline callback failed")
+        return True
+
+
+__all__ = ["DISK_ERRNOS", "LogDirFailureHandler", "LogDirOfflineError", "dir_of_path"]
