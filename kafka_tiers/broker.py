@@ -268,13 +268,19 @@ class Broker:
                 given, type(given).__name__, secrets=secret_values(rsm_config))
             self._storage = source
         else:
+            secrets = secret_values(rsm_config)
+
             def load() -> RemoteStorageManager:
                 try:
                     storage = GuardedRemoteStorage.load(name, rsm_config)
-                except PluginError as exc:
-                    if getattr(exc, "cause", None) != "configure failed":
+                except (PluginError, RemoteStorageError) as exc:
+                    if isinstance(exc, PluginError) and getattr(exc, "cause",
+                                                                None) != "configure failed":
                         raise
-                    raise RemoteStorageError(str(exc), plugin=name, retriable=True) from None
+                    message = str(exc)
+                    for secret in secrets:
+                        message = message.replace(secret, "<hidden>")
+                    raise RemoteStorageError(message, plugin=name, retriable=True) from None
                 self._storage = storage
                 return storage
 

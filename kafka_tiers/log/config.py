@@ -67,6 +67,13 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
               "after a clean shutdown and the rest lazily."),
     ConfigKey("num.recovery.threads.per.data.dir", Int(min=1), 2,
               "Threads per log dir for loading and recovering logs at startup."),
+    ConfigKey("num.replica.move.threads", Int(min=1), None,
+              "Threads moving replicas between log dirs (KIP-113); default: one per log dir.",
+              aliases=("num.replica.alter.log.dirs.threads",)),
+    ConfigKey("intra.broker.throttled.rate", Int(min=1), LONG_MAX,
+              "Bytes per second all replica moves between log dirs share (KIP-113); "
+              "default unlimited.",
+              aliases=("replica.alter.log.dirs.io.max.bytes.per.second",)),
 )
 
 #: topic-level name -> (broker key, type) for per-topic overrides.

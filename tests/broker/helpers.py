@@ -181,6 +181,8 @@ def make_broker(tmp_path: Path, name: str = "b1", *, remote: str = "remote",
            "remote.log.manager.task.interval.ms": "3600000",
            "remote.log.manager.task.retry.jitter": "0"}
     cfg.update({k.replace("_", "."): v for k, v in config.items()})
+    if not controlled:
+        cfg["rsm.config.password"] = "hunter2"  # a secret key, never to be shown
     store = None
     plugin = None
     if controlled:

@@ -20,7 +20,7 @@ def _threads() -> set[str]:
 
 
 def test_tiering_end_to_end_and_restart(tmp_path):
-    broker, store, rec = make_broker(tmp_path)
+    broker, _, rec = make_broker(tmp_path)
     tp = tiered(broker, local_retention_bytes="0")
     produce(broker, tp, 0, 100)
     lg = broker.log(tp)
@@ -87,7 +87,7 @@ def test_a_topic_that_is_not_tiered_stays_local(tmp_path):
 
 
 def test_topic_deletion_removes_remote_data_and_fires_hooks(tmp_path):
-    broker, store, rec = make_broker(tmp_path)
+    broker, _, rec = make_broker(tmp_path)
     tp = tiered(broker)
     produce(broker, tp, 0, 50)
     copied = broker.run_tiering()[tp].copied
