@@ -145,6 +145,7 @@ def pytest_configure(config: Any) -> None:
 class _Item:
     suite: str
     area: str
+    plugin: str = ""
     outcome: str = "passed"
     requires: tuple[str, ...] = ()
     skip_reason: str = ""
@@ -154,8 +155,9 @@ class _Item:
 @dataclass
 class _RunState:
     items: dict[str, _Item] = field(default_factory=dict)
-    plugins: dict[str, str] = field(default_factory=dict)
-    capabilities: dict[str, dict[str, tuple[str, str, str]]] = field(default_factory=dict)
+    #: capabilities per (suite, plugin under test): one run may certify several plugins
+    capabilities: dict[tuple[str, str], dict[str, tuple[str, str, str, str]]] = field(
+        default_factory=dict)
 
 
 def pytest_runtest_logreport(report: Any) -> None:
@@ -169,10 +171,11 @@ def pytest_runtest_logreport(report: Any) -> None:
     state = _CURRENT[-1]
     item = state.items.setdefault(report.nodeid, _Item(suite, props.get("kt_area", "?")))
     if "kt_plugin" in props:
-        state.plugins[suite] = props["kt_plugin"]
+        item.plugin = str(props["kt_plugin"])
     for key, value in report.user_properties:
         if key == "kt_capability":
-            state.capabilities.setdefault(suite, {}).update([_capability(str(value))])
+            state.capabilities.setdefault((suite, item.plugin), {}).update(
+                [_capability(str(value))])
     if props.get("kt_requires"):
         item.requires = tuple(x for x in props["kt_requires"].split(",") if x)
     if report.skipped and report.when in ("setup", "call"):
@@ -223,15 +226,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
 
 
 def summary_lines(state: _RunState) -> list[list[str]]:
-    """The summary as one list of lines per suite (first line: the section title)."""
+    """The summary as one list of lines per suite and plugin under test (first line: the
+    section title)."""
     out: list[list[str]] = []
-    suites = sorted({i.suite for i in state.items.values()})
-    for suite in suites:
-        items = [i for i in state.items.values() if i.suite == suite]
+    runs = sorted({(i.suite, i.plugin) for i in state.items.values()})
+    for suite, plugin in runs:
+        items = [i for i in state.items.values() if (i.suite, i.plugin) == (suite, plugin)]
         lines = [f"kafka-tiers {suite} conformance"]
-        if suite in state.plugins:
-            lines.append(f"{suite} under test: {state.plugins[suite]}")
-        caps = state.capabilities.get(suite, {})
+        if plugin:
+            lines.append(f"{suite} under test: {plugin}")
+        caps = state.capabilities.get((suite, plugin), {})
         if caps:
             rows = [("capability", "declared", "checked", "skipped (reason)")]
             for name, (declared, enabled, kind, reason) in sorted(caps.items()):
