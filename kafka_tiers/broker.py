@@ -237,7 +237,7 @@ class Broker:
             overrides = {name: self._local_overrides(info) for name, info in
                          self._topics.items()}
             self.log_manager = LogManager.from_config(
-                self.config, topic_overrides=overrides, on_roll=self._on_roll,
+                self.config, topic_overrides=overrides, on_roll=self._on_roll, hooks=self.hooks,
                 meta_properties={"version": "1", "node.id": str(self.broker_id)},
                 time_fn=self._time)
             self.log_manager.startup()

@@ -24,7 +24,10 @@ COMMANDS: dict[str, str] = {
     "conformance": "kafka_tiers.cli.conformance:conformance",
     "config": "kafka_tiers.cli.config:config",
     "dump-log": "kafka_tiers.cli.dump_log:dump_log",
+    "spark": "kafka_tiers.cli.spark:spark",
     "remote": "kafka_tiers.cli.remote:remote",
+    "log-dirs": "kafka_tiers.cli.log_dirs:log_dirs",
+    "reassign": "kafka_tiers.cli.reassign:reassign",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -35,7 +38,10 @@ SUMMARIES: dict[str, str] = {
     "conformance": "Run the conformance suite against a placer or storage plugin.",
     "config": "Validate and show a broker configuration.",
     "dump-log": "Dump the batches and index entries of Kafka segment files.",
+    "spark": "Spark jobs over the remote tier: audit it, export a topic's history.",
     "remote": "List, describe, print and verify a partition's remote segments.",
+    "log-dirs": "Describe a broker's log dirs (JBOD) and plan moves between them.",
+    "reassign": "Move replicas between log dirs (--execute, --verify).",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 import click
 
@@ -21,16 +22,23 @@ def _sample(name: str) -> str:
 @click.option("--topic", default="orders", show_default=True)
 @click.option("--partitions", type=click.IntRange(min=1), default=12, show_default=True)
 @click.option("--replication-factor", type=int, default=3, show_default=True)
+@click.option("--records", type=click.IntRange(min=10, max=100_000), default=1000,
+              show_default=True, help="Records produced in the tiering part.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
-               partitions: int, replication_factor: int, fmt: str) -> None:
+               partitions: int, replication_factor: int, records: int, fmt: str) -> None:
     """Run the core on embedded defaults and show what kafka-tiers does.
 
     Starts the broker core with the sample configuration, loads the configured replica placer
     through its entry point (broker.replica.placer=multi-level-rack), and places a topic on a
     sample cluster of three data centres with two racks each (one broker fenced), then shows
     where every replica and leader went, per broker, per data centre and per rack.
+
+    Then it shows tiered storage: a broker with its log dir and a `local` remote tier in a
+    temporary directory produces records into a tiered topic with small segments, the remote
+    log manager copies the rolled segments, local retention removes them from the local disk,
+    and a read from offset 0 comes back from the remote tier.
 
     \b
     Examples:
@@ -54,12 +62,14 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     with BrokerCore(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor)
         core.topic_created(topic, plan)
+        tiering = tiering_demo(cfg, topic, records, core.hooks)
     if fmt == "json":
         quality = placement_quality(list(plan.values()), cluster)
         emit_json({"version": 1, "config": config_file, "cluster": cluster_file,
                    "placer": cfg["broker.replica.placer"],
                    "placement": reassignment_json(plan),
-                   "quality": quality.to_dict()})
+                   "quality": quality.to_dict(),
+                   "tiering": tiering})
         return
     out = console()
     out.rule("kafka-tiers quick start")
@@ -70,9 +80,102 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     out.print()
     show_placement(plan, cluster, None, cfg["broker.replica.placer"])
     out.print()
+    show_tiering(tiering)
+    out.print()
     out.print("Next: `kafka-tiers place --cluster your-cluster.json --partitions N "
               "--replication-factor R --format json` writes Kafka's reassignment JSON; "
-              "`kafka-tiers plugins list` shows every installed plugin.")
+              "`kafka-tiers plugins list` shows every installed plugin; "
+              "`kafka-tiers remote ls --storage local --set dir=DIR --topic T` lists a "
+              "partition's remote segments.")
 
 
-__all__ = ["quickstart"]
+#: the tiering part's topic settings: small segments, nothing kept locally once copied.
+DEMO_TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "16384",
+                     "local.retention.bytes": "0"}
+
+
+def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any) -> dict[str, Any]:
+    """Produce ``records`` records into a tiered topic of a temporary broker, tier them, read
+    everything back from offset 0; returns the figures (the ``tiering`` JSON section)."""
+    import tempfile
+    import time
+
+    from kafka_tiers.api import TopicPartition
+    from kafka_tiers.broker import Broker
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kafka-tiers-quickstart-") as tmp:
+        broker_cfg = cfg.with_overrides({
+            "log.dirs": f"{tmp}/logs", "remote.log.storage.enable": "true",
+            "rsm.config.dir": f"{tmp}/remote",
+            "remote.log.manager.task.interval.ms": "3600000"})
+        storage = broker_cfg["remote.storage.manager.class"]
+        with Broker(broker_cfg, hooks=hooks, background=False) as broker:
+            broker.create_topic(topic, 1, DEMO_TOPIC_CONFIG)
+            tp = TopicPartition(topic, 0)
+            values = [f"{topic} event {i:06d}: " .encode() + b"x" * 80 for i in range(records)]
+            broker.produce(tp, [(f"key-{i}".encode(), v) for i, v in enumerate(values)],
+                           batch_records=20)
+            result = broker.run_tiering([topic])[tp]
+            if result.error is not None:
+                raise result.error
+            rows = broker.segments(tp)
+            lg = broker.log(tp)
+            read = {"local": 0, "remote": 0}
+            offset, matches = 0, True
+            while offset < records:
+                fetched = broker.fetch(tp, offset, 64 * 1024)
+                got = fetched.records_list()
+                if not got:
+                    matches = False
+                    break
+                for rec in got:
+                    matches = matches and rec.value == values[rec.offset]
+                    read[fetched.tier] += 1
+                offset = fetched.next_offset
+            doc = {
+                "topic": topic, "storage": storage, "records_produced": records,
+                "segment_bytes": int(DEMO_TOPIC_CONFIG["segment.bytes"]),
+                "segments": [{"base_offset": r.base_offset, "end_offset": r.end_offset,
+                              "bytes": r.size, "local": r.local, "remote": r.remote}
+                             for r in rows],
+                "copied_segments": len(result.copied),
+                "copied_bytes": sum(m.segment_size_in_bytes for m in result.copied),
+                "local_segments_deleted": result.local_deleted,
+                "log_start_offset": broker.log_start_offset(tp),
+                "local_log_start_offset": lg.local_log_start_offset,
+                "log_end_offset": lg.log_end_offset,
+                "read_back": {"from_offset": 0, "records": read["local"] + read["remote"],
+                              "from_remote": read["remote"], "from_local": read["local"],
+                              "matches": matches and offset >= records},
+            }
+    doc["seconds"] = round(time.perf_counter() - started, 3)
+    return doc
+
+
+def show_tiering(doc: dict[str, Any]) -> None:
+    """Print the tiering part: a table of segments and the read-back check."""
+    from rich.table import Table
+
+    out = console()
+    out.print(f"tiered storage: {doc['records_produced']} records into {doc['topic']}-0 "
+              f"(segment.bytes={doc['segment_bytes']}, local.retention.bytes=0) on a "
+              f"{doc['storage']!r} remote tier")
+    table = Table(title="segments")
+    for column in ("base offset", "end offset", "bytes", "local", "remote"):
+        table.add_column(column, justify="right")
+    for row in doc["segments"]:
+        table.add_row(str(row["base_offset"]), str(row["end_offset"]), str(row["bytes"]),
+                      "yes" if row["local"] else "-", "yes" if row["remote"] else "-")
+    out.print(table)
+    back = doc["read_back"]
+    out.print(f"copied {doc['copied_segments']} segments ({doc['copied_bytes']} bytes), "
+              f"local retention deleted {doc['local_segments_deleted']} local segments: the "
+              f"local log starts at {doc['local_log_start_offset']}, the partition at "
+              f"{doc['log_start_offset']}")
+    status = "all match" if back["matches"] else "MISMATCH"
+    out.print(f"read back from offset 0: {back['records']} records, {back['from_remote']} "
+              f"from the remote tier and {back['from_local']} from the local log: {status}")
+
+
+__all__ = ["DEMO_TOPIC_CONFIG", "quickstart", "show_tiering", "tiering_demo"]

@@ -116,10 +116,10 @@ def ls(storage: str, config_file: str | None, overrides: tuple[str, ...], topic:
     from rich.table import Table
 
     table = Table(title=f"remote segments of {tp}")
-    for column in ("segment id", "start", "end", "bytes", "max timestamp", "broker",
-                   "leader epochs"):
-        table.add_column(column, justify="left" if column in ("segment id",
-                                                              "leader epochs") else "right")
+    table.add_column("segment id", no_wrap=True)
+    for column in ("start", "end", "bytes", "max timestamp", "broker"):
+        table.add_column(column, justify="right")
+    table.add_column("leader epochs")
     for md in segments:
         table.add_row(md.segment_id, str(md.start_offset), str(md.end_offset),
                       str(md.segment_size_in_bytes), str(md.max_timestamp_ms),

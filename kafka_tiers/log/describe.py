@@ -156,6 +156,7 @@ def describe_log_dirs(manager: LogManager,
 _HEAD = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_DELTA_AT = 23  # lastOffsetDelta in the batch header
 _MAGIC_AT = 16
+_CRC_AT = 17
 
 
 def _last_index_position(index_path: Path) -> int:
@@ -171,12 +172,12 @@ def _last_index_position(index_path: Path) -> int:
     return max(pos, 0)
 
 
-def segment_end_offset(log_path: Path, base_offset: int) -> int:
-    """The log end offset of one segment file read from disk: one past the last offset of its
-    last complete batch (``base_offset`` when it holds none). Starts from the last offset index
-    entry, so only the tail is read."""
+def last_batch_header(log_path: Path) -> tuple[int, int, int] | None:
+    """``(base offset, next offset, crc)`` of the last complete batch of a segment file read
+    from disk (None when it holds none). Starts from the last offset index entry, so only the
+    tail is read; nothing is CRC-checked."""
     index = log_path.with_name(log_path.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX)
-    end = base_offset
+    last = None
     with open(log_path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         pos = _last_index_position(index)
@@ -190,10 +191,18 @@ def segment_end_offset(log_path: Path, base_offset: int) -> int:
             base, length = _HEAD.unpack_from(head)
             if length <= 0 or pos + 12 + length > size:
                 break
+            (crc,) = struct.unpack_from(">I", head, _CRC_AT)
             (delta,) = struct.unpack_from(">i", head, _LAST_DELTA_AT)
-            end = base + delta + 1
+            last = (base, base + delta + 1, crc)
             pos += 12 + length
-    return end
+    return last
+
+
+def segment_end_offset(log_path: Path, base_offset: int) -> int:
+    """The log end offset of one segment file read from disk: one past the last offset of its
+    last complete batch (``base_offset`` when it holds none)."""
+    last = last_batch_header(log_path)
+    return base_offset if last is None else last[1]
 
 
 def scan_partition_dir(path: Path) -> tuple[int, int]:
@@ -275,6 +284,7 @@ __all__ = [
     "ReplicaDescription",
     "describe_log_dirs",
     "disk_space",
+    "last_batch_header",
     "scan_log_dirs",
     "scan_partition_dir",
     "segment_end_offset",

@@ -46,10 +46,17 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from kafka_tiers.log.describe import last_batch_header
 from kafka_tiers.log.errors import LogClosedError, LogError, OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_dir_failure import LogDirOfflineError, dir_of_path
-from kafka_tiers.log.names import SNAPSHOT_SUFFIX, child_path, partition_dir_name
+from kafka_tiers.log.names import (
+    LOG_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    child_path,
+    partition_dir_name,
+    segment_file_name,
+)
 from kafka_tiers.log.throttle import Throttle
 
 if TYPE_CHECKING:
@@ -98,6 +105,7 @@ class MoveStatus:
     bytes_total: int = 0
     bytes_copied: int = 0
     error: str | None = None
+    restarts: int = 0
     started: float = field(default_factory=time.time)
     finished: float | None = None
 
@@ -106,7 +114,8 @@ class MoveStatus:
                 "partition": self.topic_partition.partition,
                 "source_dir": self.source_dir, "destination_dir": self.destination_dir,
                 "state": self.state, "bytes_total": self.bytes_total,
-                "bytes_copied": self.bytes_copied, "error": self.error}
+                "bytes_copied": self.bytes_copied, "restarts": self.restarts,
+                "error": self.error}
 
 
 @dataclass
@@ -119,6 +128,8 @@ class _Move:
     future: Log | None = None
     future_path: Path | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    #: (base offset, crc) of the future's last batch, once known
+    last_batch: tuple[int, int] | None = None
 
 
 class AsyncDeleter:
@@ -173,7 +184,10 @@ class AsyncDeleter:
 def _copy_range(src: Path, dest: Path, length: int, throttle: Throttle,
                 cancel: threading.Event, progress: MoveStatus, chunk: int) -> None:
     """Copy the first ``length`` bytes of ``src`` to a new ``dest`` in throttled chunks,
-    kernel-side when possible, then fsync ``dest``."""
+    kernel-side when possible, then fsync ``dest``. Under a throttle each chunk is synced as
+    it is written: the write-back then happens in small steps the token bucket absorbs,
+    instead of one long fsync per file that the rate cannot account for."""
+    sync_chunks = not throttle.unlimited
     with open(src, "rb") as fin, open(dest, "wb") as fout:
         fi, fo = fin.fileno(), fout.fileno()
         done = 0
@@ -198,6 +212,8 @@ def _copy_range(src: Path, dest: Path, length: int, throttle: Throttle,
                 break  # the source is shorter than expected: the caller re-checks
             done += copied
             progress.bytes_copied += copied
+            if sync_chunks:
+                os.fdatasync(fo)
         os.fsync(fo)
 
 
@@ -363,6 +379,7 @@ class ReplicaMover:
                     break
                 except _Restart as why:
                     logger.info("restarting the move of %s: %s", tp, why)
+                    status.restarts += 1
                     self._discard_future(move)
             else:
                 raise LogError(f"the move of {tp} restarted {MAX_RESTARTS} times")
@@ -471,7 +488,12 @@ class ReplicaMover:
             if dir_of_path(exc.filename, [move.dest_dir]) is not None:
                 raise
             raise _Restart(f"a source segment went away while copying: {exc.filename}") from None
+        if inactive:  # the source's active segment starts at copied_end: so does the future's
+            (path / segment_file_name(copied_end, LOG_SUFFIX)).touch()
         fsync_dir(path)
+        if inactive:  # the future's last batch, read from its header (no segment check)
+            last = last_batch_header(path / inactive[-1][2][0].name)
+            move.last_batch = (last[0], last[2]) if last is not None else None
         with source._lock:  # the copied segments must still be the source's, unchanged
             source._check_open()
             now = {seg.base_offset: seg for seg in source.segments()[:-1]}
@@ -485,35 +507,34 @@ class ReplicaMover:
                         clean_shutdown=True, sanity_check_all=False, on_roll=None,
                         time_fn=source._time)
 
-    def _diverged(self, source: Log, future: Log) -> str | None:
+    def _diverged(self, source: Log, future: Log, move: _Move) -> str | None:
         end = future.log_end_offset
         if end > source.log_end_offset:
             return f"the source was truncated below {end}"
         if end <= future.local_log_start_offset:
             return None
-        try:
+        if move.last_batch is None:
             mine = future.read(end - 1, 1).batches()
-        except OffsetOutOfRangeError:
-            return None
-        if not mine:
-            return None
-        last = mine[-1]
+            if not mine:
+                return None
+            move.last_batch = (mine[-1].base_offset, mine[-1].crc)
+        base, crc = move.last_batch
         try:
-            theirs = source.read(last.base_offset, 1).batches()
+            theirs = source.read(base, 1).batches()
         except OffsetOutOfRangeError:
             return None  # retention passed it; the log start offsets are applied at the swap
-        if not theirs or theirs[0].base_offset != last.base_offset or theirs[0].crc != last.crc:
-            return f"the source's batch at {last.base_offset} differs (truncated and rewritten)"
+        if not theirs or theirs[0].base_offset != base or theirs[0].crc != crc:
+            return f"the source's batch at {base} differs (truncated and rewritten)"
         return None
 
     def _catch_up(self, source: Log, future: Log, move: _Move, *, final: bool = False) -> None:
         """Copy batches until the future is close behind the source (``final``: until it
         has everything; the caller holds the source's lock, so the bytes are counted against
         the throttle without sleeping, keeping appends blocked as briefly as possible)."""
-        chunk = min(self._chunk(), future.config.segment_bytes)
+        chunk = self._chunk()
         while True:
             self._check(move)
-            why = self._diverged(source, future)
+            why = self._diverged(source, future, move)
             if why is not None:
                 raise _Restart(why)
             start = max(future.log_end_offset, source.local_log_start_offset)
@@ -531,7 +552,9 @@ class ReplicaMover:
                 self.throttle.acquire(len(data.records), move.cancel)
                 self._check(move)
             with self.manager.failure.guard(move.dest_dir):
-                future.append(data.records, assign_offsets=False)
+                for part in _split(data.records, future.config.segment_bytes):
+                    future.append(part, assign_offsets=False)
+            move.last_batch = _last_batch(data.records)
             move.status.bytes_copied += len(data.records)
             if not final and len(data.records) < chunk // 2:
                 return  # close behind: the rest is copied under the lock
@@ -608,6 +631,36 @@ class ReplicaMover:
             self._pool.shutdown(wait=True, cancel_futures=False)
             self._pool = None
         self.deleter.wait(30)
+
+
+def _last_batch(records: bytes | bytearray) -> tuple[int, int] | None:
+    """(base offset, crc) of the last batch of a run of whole batches."""
+    view = memoryview(records)
+    pos, last = 0, None
+    while pos + 21 <= len(view):
+        last = pos
+        pos += int.from_bytes(view[pos + 8:pos + 12], "big", signed=True) + 12
+    if last is None:
+        return None
+    return (int.from_bytes(view[last:last + 8], "big", signed=True),
+            int.from_bytes(view[last + 17:last + 21], "big"))
+
+
+def _split(records: bytes | bytearray, limit: int) -> list[memoryview]:
+    """Cut a run of whole batches into runs of at most ``limit`` bytes (a single larger batch
+    stays whole), since one append may not exceed the segment size."""
+    view = memoryview(records)
+    out = []
+    start = pos = 0
+    while pos < len(view):
+        size = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True) + 12
+        if pos > start and pos + size - start > limit:
+            out.append(view[start:pos])
+            start = pos
+        pos += size
+    if pos > start:
+        out.append(view[start:pos])
+    return out
 
 
 def normalize_request(moves: Mapping[TopicPartition, str | os.PathLike[str]]

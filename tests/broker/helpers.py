@@ -3,11 +3,14 @@ fails, hangs and counts bytes on demand, and a broker factory over temporary dir
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import pytest
 
 from kafka_tiers.api import (
     ByteRange,
@@ -68,8 +71,8 @@ class Recorder:
 class ControlledStore(ObjectStore):
     """Wraps a store: ``mode`` "ok", "fail" (every call raises a retriable error) or "hang"
     (every call waits for :attr:`release`); ``fail_puts`` fails that many next puts whose key
-    ends with ``fail_suffix``; ``fail_deletes`` refuses deletes. Counts the bytes read from
-    ``.log`` objects and records every ranged get."""
+    ends with ``fail_suffix``; ``fail_deletes`` refuses deletes (but of manifests alone).
+    Counts the bytes read from ``.log`` objects and records every ranged get."""
 
     def __init__(self, inner: ObjectStore) -> None:
         self.inner = inner
@@ -120,7 +123,7 @@ class ControlledStore(ObjectStore):
 
     def delete_many(self, keys: Sequence[str]) -> None:
         self._gate()
-        if self.fail_deletes:
+        if self.fail_deletes and len(keys) > 1:
             raise RemoteStorageError("injected fault: delete refused")
         self.inner.delete_many(keys)
 
@@ -189,7 +192,22 @@ def make_broker(tmp_path: Path, name: str = "b1", *, remote: str = "remote",
         plugin, store = local_plugin(tmp_path / remote)
     broker = Broker(cfg, hooks=hooks, remote_storage=plugin, background=background)
     broker.start()
+    STARTED.append(broker)
     return broker, store, recorder
+
+
+#: every broker :func:`make_broker` started (shut down by :func:`shutdown_brokers`).
+STARTED: list[Broker] = []
+
+
+@pytest.fixture(autouse=True)
+def shutdown_brokers() -> Iterator[None]:
+    """Shut down, after each test (failed ones included), every broker it started."""
+    yield
+    while STARTED:
+        broker = STARTED.pop()
+        with contextlib.suppress(Exception):
+            broker.shutdown()
 
 
 def value(i: int, size: int = 200) -> bytes:
@@ -198,11 +216,12 @@ def value(i: int, size: int = 200) -> bytes:
 
 
 def produce(broker: Broker, tp: TopicPartition, start: int, count: int, *, size: int = 200,
-            per_call: int = 10, timestamp: int | None = None) -> None:
+            per_call: int = 10, timestamp: int | None = None, batch_records: int = 500) -> None:
     """Produce records ``start..start+count-1`` with :func:`value` values."""
     for i in range(start, start + count, per_call):
         broker.produce(tp, [(f"k{j}".encode(), value(j, size), (), timestamp)
-                            for j in range(i, min(i + per_call, start + count))])
+                            for j in range(i, min(i + per_call, start + count))],
+                       batch_records=batch_records)
 
 
 def tiered(broker: Broker, name: str = "t", **config: str) -> TopicPartition:
@@ -228,5 +247,5 @@ def read_values(broker: Broker, tp: TopicPartition, start: int, end: int,
     return out
 
 
-__all__ = ["ControlledStore", "Recorder", "local_plugin", "make_broker", "produce",
-           "read_values", "tiered", "value"]
+__all__ = ["STARTED", "ControlledStore", "Recorder", "local_plugin", "make_broker", "produce",
+           "read_values", "shutdown_brokers", "tiered", "value"]

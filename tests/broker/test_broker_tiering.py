@@ -12,7 +12,7 @@ from kafka_tiers.api import ConfigError, TopicPartition
 from kafka_tiers.broker import TOPICS_FILE, Broker, NotLeaderError, TopicExistsError
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.remote.metrics import prometheus_name
-from tests.broker.helpers import make_broker, produce, read_values, tiered, value
+from tests.broker.helpers import make_broker, produce, read_values, shutdown_brokers, tiered, value  # noqa: F401
 
 
 def _threads() -> set[str]:

@@ -15,7 +15,7 @@ from kafka_tiers.api import (
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.reader import RemoteReaderPool
 from tests.broker import flaky_storage
-from tests.broker.helpers import make_broker, produce, read_values, tiered, value
+from tests.broker.helpers import make_broker, produce, read_values, shutdown_brokers, tiered, value  # noqa: F401
 
 
 def _threads() -> set[str]:
@@ -25,7 +25,7 @@ def _threads() -> set[str]:
 def test_remote_read_fetches_only_the_range_needed(tmp_path):
     broker, store, _ = make_broker(tmp_path)
     tp = tiered(broker, segment_bytes=str(4 << 20), local_retention_bytes="0")
-    produce(broker, tp, 0, 3000, size=1000, per_call=500)
+    produce(broker, tp, 0, 3000, size=1000, per_call=500, batch_records=10)
     broker.log(tp).roll()
     produce(broker, tp, 3000, 1)
     assert broker.run_tiering()[tp].copied
@@ -49,7 +49,7 @@ def test_remote_read_fetches_only_the_range_needed(tmp_path):
 def test_index_cache_is_bounded_by_bytes(tmp_path):
     broker, store, _ = make_broker(tmp_path, remote_log_index_file_cache_total_size_bytes="40")
     tp = tiered(broker, local_retention_bytes="0", index_interval_bytes="100")
-    produce(broker, tp, 0, 80)
+    produce(broker, tp, 0, 80, batch_records=1)  # ~9 batches and several index entries each
     broker.run_tiering()
     segments = broker.rlm.remote_segments(tp)
     assert len(segments) >= 3
@@ -108,7 +108,6 @@ def test_reader_pool_times_out_and_bounds_pending_reads():
     finally:
         gate.set()
         pool.shutdown()
-    assert pool.run.__self__ is pool
     with pytest.raises(RetriableRemoteStorageError, match="shut down"):
         pool.submit(lambda: None)
 

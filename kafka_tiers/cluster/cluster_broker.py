@@ -1,0 +1,548 @@
+"""One cluster broker: configuration, the transport server, its registration in the metadata
+store, the replica manager, the controller role and the log manager (plus the remote log
+manager when tiered storage is on).
+
+Startup (document 003 section E): open the logs; delete local replicas of partitions the
+store no longer assigns to this broker (document 003 discussion 5); register
+``/brokers/ids/<id>`` (ephemeral, with host, port and rack); the controller then sends the
+broker its partitions' leaders and ISRs. A broker whose session expired (a paused process)
+registers again when it runs again; the controller then resends its state.
+
+Shutdown: with ``controlled.shutdown.enable`` the broker first asks the controller to move
+its leaderships away (ControlledShutdown, retried ``controlled.shutdown.max.retries`` times),
+then stops. :meth:`ClusterBroker.kill` is the abrupt in-process death (tests); a real process
+is simply killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.cluster.controller import Controller
+from kafka_tiers.cluster.metadata_store import (
+    BrokerRegistration,
+    ClusterMetadata,
+    MetadataStore,
+    MetadataStoreError,
+    NodeExistsError,
+    make_store,
+)
+from kafka_tiers.cluster.replica_manager import ReplicaManager
+from kafka_tiers.cluster.transport import (
+    LOOPBACK,
+    ApiError,
+    ApiKey,
+    Client,
+    ErrorCode,
+    HandlerTable,
+    LoopbackClient,
+    LoopbackNetwork,
+    Request,
+    Response,
+    TcpClient,
+    TcpServer,
+    TransportError,
+)
+from kafka_tiers.config import BrokerConfig
+from kafka_tiers.core import BrokerCore
+from kafka_tiers.hooks import Hooks
+from kafka_tiers.log.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+#: host of in-process (loopback) brokers' addresses: ``inproc:<port>``.
+INPROC_HOST = "inproc"
+
+
+def listen_port(config: Mapping[str, Any]) -> int:
+    """The port from ``listeners`` (first entry) or ``port``."""
+    listeners = config["listeners"]
+    if listeners:
+        return int(listeners.split(",")[0].rpartition(":")[2])
+    return int(config["port"])
+
+
+class ClusterBroker:
+    """A broker of a cluster (see the module docstring).
+
+    Args:
+        config: the broker configuration.
+        network: run in-process on this loopback network instead of TCP on 127.0.0.1.
+        embedded_server: the in-process embedded metadata server to use (``metadata.store=
+            embedded``); by default the one of ``metadata.dir``.
+        hooks: the hook facade.
+        placer: a placer instance instead of ``broker.replica.placer`` (tests).
+        remote_storage: a storage plugin instance instead of ``remote.storage.manager.class``.
+    """
+
+    def __init__(self, config: BrokerConfig | Mapping[str, str], *,
+                 network: LoopbackNetwork | None = None, embedded_server: Any = None,
+                 hooks: Hooks | None = None, placer: Any = None,
+                 remote_storage: Any = None) -> None:
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        self.broker_id: int = int(self.config["broker.id"])
+        self.rack: str | None = self.config["broker.rack"]
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.network = network
+        self._embedded_server = embedded_server
+        self._placer = placer
+        self._given_storage = remote_storage
+        self.core: BrokerCore | None = None
+        self.log_manager: LogManager | None = None
+        self.store: MetadataStore | None = None
+        self.metadata: ClusterMetadata | None = None
+        self.client: Client | None = None
+        self.handlers = HandlerTable()
+        self.server: TcpServer | None = None
+        self.address = ""
+        self.replicas: ReplicaManager | None = None
+        self.controller: Controller | None = None
+        self.rlm: Any = None
+        self._storage: Any = None
+        self._started = False
+        self._register_lock = threading.Lock()
+        self._stopping = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, register_timeout: float | None = None) -> ClusterBroker:
+        """Start everything and register; returns once registered.
+
+        Raises:
+            MetadataStoreError: the store is unreachable, or this broker id stays registered
+                by another live session for ``register_timeout`` seconds.
+            LogDirError, ConfigError: as the log manager and the storage plugin.
+        """
+        cfg = self.config
+        self.core = BrokerCore(cfg, hooks=self.hooks, placer=self._placer)
+        self.log_manager = LogManager.from_config(
+            cfg, hooks=self.hooks,
+            meta_properties={"version": "1", "node.id": str(self.broker_id)})
+        self.log_manager.startup()
+        try:
+            self.client = LoopbackClient(self.network) if self.network is not None \
+                else TcpClient()
+            self.store = make_store(cfg, embedded_server=self._embedded_server)
+            self.store.start()
+            self.metadata = ClusterMetadata(self.store)
+            self.metadata.ensure_layout()
+            if cfg["remote.log.storage.enable"]:
+                self._start_remote()
+            self.replicas = ReplicaManager(self.broker_id, self.log_manager, self.metadata,
+                                           self.client, cfg, hooks=self.hooks,
+                                           on_role=self._on_role)
+            self._register_handlers()
+            if self.network is not None:
+                self.address = f"{INPROC_HOST}:{19000 + self.broker_id}"
+                self.network.bind(self.address, self.handlers)
+            else:
+                self.server = TcpServer(self.handlers, listen_port(cfg)).start()
+                self.address = self.server.address
+            self._delete_unassigned()
+            self.controller = Controller(self.broker_id, self.metadata, self.client,
+                                         self.core)
+            self.store.on_session_event(self._on_session)
+            timeout = register_timeout if register_timeout is not None else \
+                cfg["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
+            self._register(timeout)
+            self.controller.start()
+            self.log_manager.start_scheduler()
+            if self.rlm is not None:
+                self.rlm.start()
+        except BaseException:
+            self._stop_all()
+            raise
+        self._started = True
+        self.hooks.broker_started(self.broker_id, cfg)
+        return self
+
+    def _start_remote(self) -> None:
+        from kafka_tiers.remote.guarded import GuardedRemoteStorage, secret_values
+        from kafka_tiers.remote.remote_log_manager import RemoteLogManager
+
+        cfg = self.config
+        rsm_config = cfg.prefixed("rsm.config.")
+        if self._given_storage is not None:
+            storage = GuardedRemoteStorage(self._given_storage,
+                                           type(self._given_storage).__name__,
+                                           secrets=secret_values(rsm_config))
+        else:
+            storage = GuardedRemoteStorage.load(cfg["remote.storage.manager.class"], rsm_config)
+        self._storage = storage
+        assert self.log_manager is not None
+        lm = self.log_manager
+        self.rlm = RemoteLogManager(
+            storage, cfg, broker_id=self.broker_id, log_of=lm.get_log,
+            tiering_of=self._tiering_of, work_dir=Path(cfg["log.dirs"][0]) / "kafka-tiers-remote",
+            hooks=self.hooks)
+
+    def _tiering_of(self, tp: TopicPartition) -> Any:
+        from kafka_tiers.log.config import LogConfig
+        from kafka_tiers.remote.config import resolve_topic_tiering
+
+        topic_cfg = self.controller.topic_configs.get(tp.topic) if self.controller else None
+        if topic_cfg is None and self.metadata is not None:
+            asg = self.metadata.topic(tp.topic)
+            topic_cfg = dict(asg.config) if asg is not None else {}
+        topic_cfg = topic_cfg or {}
+        lc = LogConfig.from_broker(self.config, topic_cfg)
+        return resolve_topic_tiering(self.config, topic_cfg, retention_ms=lc.retention_ms,
+                                     retention_bytes=lc.retention_bytes)
+
+    def _tiered(self, tp: TopicPartition) -> bool:
+        try:
+            return bool(self._tiering_of(tp).remote_storage_enable)
+        except Exception:
+            return False
+
+    def _on_role(self, tp: TopicPartition, role: str, epoch: int) -> None:
+        """Tiered storage follows leadership: only the leader copies; followers refresh the
+        remote listing; a new leader continues after the highest remote offset."""
+        rlm = self.rlm
+        if rlm is None:
+            return
+        if role == "stopped":
+            rlm.stop_partition(tp)
+        elif self._tiered(tp):
+            if role == "leader":
+                rlm.become_leader(tp, epoch)
+            else:
+                rlm.become_follower(tp)
+
+    def _delete_unassigned(self) -> None:
+        assert self.metadata is not None and self.log_manager is not None
+        assigned: set[TopicPartition] = set()
+        for topic in self.metadata.topics():
+            asg = self.metadata.topic(topic)
+            if asg is not None:
+                assigned |= {TopicPartition(topic, p) for p, r in asg.partitions.items()
+                             if self.broker_id in r}
+        for tp in list(self.log_manager.logs):
+            if tp not in assigned:
+                log.info("broker %s: deleting %s, no longer assigned here", self.broker_id, tp)
+                self.log_manager.delete_log(tp)
+
+    def _registration(self) -> BrokerRegistration:
+        host, _, port = self.address.rpartition(":")
+        return BrokerRegistration(self.broker_id, host, int(port), self.rack)
+
+    def _register(self, timeout: float) -> None:
+        assert self.metadata is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with self._register_lock:
+                    self.metadata.register_broker(self._registration())
+                return
+            except NodeExistsError:
+                if time.monotonic() > deadline:
+                    raise MetadataStoreError(
+                        f"broker id {self.broker_id} is registered by another live broker "
+                        f"(or a dead one whose session has not expired yet)") from None
+                time.sleep(0.1)
+
+    def _on_session(self, event: str) -> None:
+        if event == "reconnected" and not self._stopping:
+            log.info("broker %s: new session; registering again", self.broker_id)
+            threading.Thread(target=self._reregister, daemon=True,
+                             name=f"reregister-{self.broker_id}").start()
+
+    def _reregister(self) -> None:
+        try:
+            self._register(self.config["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5)
+        except MetadataStoreError as exc:
+            log.error("broker %s: cannot register again: %s", self.broker_id, exc)
+
+    def shutdown(self, controlled: bool | None = None) -> None:
+        """Stop; first a controlled shutdown when enabled (``controlled`` overrides the
+        config). Safe to call twice."""
+        if not self._started:
+            return
+        self._stopping = True
+        if (self.config["controlled.shutdown.enable"] if controlled is None else controlled):
+            self._controlled_shutdown()
+        self.hooks.broker_stopping(self.broker_id, True)
+        self._stop_all()
+
+    def kill(self) -> None:
+        """Die abruptly (in-process tests): stop answering, lose the session at once, stop
+        every thread; no controlled shutdown."""
+        if not self._started:
+            return
+        self._stopping = True
+        if self.network is not None:
+            self.network.unbind(self.address)
+        store = self.store
+        expire = getattr(store, "expire_now", None)
+        if expire is not None:
+            expire()
+        self._stop_all()
+
+    def pause(self) -> None:
+        """Freeze like SIGSTOP (in-process tests): no answers, no heartbeats, no fetching."""
+        if self.network is not None:
+            self.network.pause(self.address)
+        if self.replicas is not None:
+            self.replicas.paused.set()
+        suspend = getattr(self.store, "suspend", None)
+        if suspend is not None:
+            suspend()
+        if self.controller is not None:
+            self.controller.paused.set()
+
+    def resume(self) -> None:
+        """Continue after :meth:`pause` (like SIGCONT)."""
+        if self.controller is not None:
+            self.controller.paused.clear()
+        resume = getattr(self.store, "resume", None)
+        if resume is not None:
+            resume()
+        if self.replicas is not None:
+            self.replicas.paused.clear()
+        if self.network is not None:
+            self.network.resume(self.address)
+
+    def _controlled_shutdown(self) -> None:
+        assert self.metadata is not None and self.client is not None
+        retries = int(self.config["controlled.shutdown.max.retries"])
+        for attempt in range(retries + 1):
+            try:
+                ctl = self.metadata.controller()
+                if ctl is None:
+                    raise TransportError("no controller", ErrorCode.NOT_CONTROLLER)
+                if ctl[0] == self.broker_id and self.controller is not None:
+                    result = self.controller.call(self._move_leaders_here)
+                else:
+                    addr = self.metadata.live_brokers().get(ctl[0])
+                    if addr is None:
+                        raise TransportError("controller not registered",
+                                             ErrorCode.NOT_CONTROLLER)
+                    result = self.client.send(f"{addr.host}:{addr.port}",
+                                              ApiKey.CONTROLLED_SHUTDOWN,
+                                              {"broker_id": self.broker_id},
+                                              timeout=10).body
+                if not result.get("remaining"):
+                    log.info("broker %s: controlled shutdown done (%s leaderships moved)",
+                             self.broker_id, result.get("moved"))
+                    return
+                log.warning("broker %s: controlled shutdown attempt %d: still leading %s",
+                            self.broker_id, attempt + 1, result["remaining"][:5])
+            except (TransportError, MetadataStoreError) as exc:
+                log.warning("broker %s: controlled shutdown attempt %d failed: %s",
+                            self.broker_id, attempt + 1, exc)
+            time.sleep(0.2)
+
+    def _move_leaders_here(self) -> dict[str, Any]:
+        assert self.controller is not None
+        return self.controller.controlled_shutdown(self.broker_id)
+
+    def _stop_all(self) -> None:
+        self._started = False
+        if self.controller is not None:
+            self.controller.stop()
+        if self.network is not None and self.address:
+            self.network.unbind(self.address)
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        if self.replicas is not None:
+            self.replicas.shutdown()
+        if self.store is not None:
+            with contextlib.suppress(MetadataStoreError):
+                self.store.close()
+        if self.rlm is not None:
+            self.rlm.shutdown()
+            self.rlm = None
+        if self._storage is not None:
+            try:
+                self._storage.close()
+            except Exception as exc:
+                log.warning("closing the storage plugin failed: %s", exc)
+            self._storage = None
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+            self.log_manager = None
+        if self.client is not None:
+            self.client.close()
+        if self.core is not None:
+            self.core.close()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def __enter__(self) -> ClusterBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # ------------------------------------------------------------------ request handlers
+    def _register_handlers(self) -> None:
+        h = self.handlers
+        h.register(ApiKey.PRODUCE, self._produce)
+        h.register(ApiKey.FETCH, self._fetch)
+        h.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self._epoch_end)
+        h.register(ApiKey.LEADER_AND_ISR, self._leader_and_isr)
+        h.register(ApiKey.STOP_REPLICA, self._stop_replica)
+        h.register(ApiKey.METADATA, self._metadata)
+        h.register(ApiKey.CREATE_TOPICS, self._create_topics)
+        h.register(ApiKey.DELETE_TOPICS, self._delete_topics)
+        h.register(ApiKey.CREATE_REPLICA_PLACEMENT, self._placement)
+        h.register(ApiKey.ELECT_LEADERS, self._elect_leaders)
+        h.register(ApiKey.CONTROLLED_SHUTDOWN, self._controlled_shutdown_request)
+        h.register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, self._alter_reassignments)
+        h.register(ApiKey.LIST_PARTITION_REASSIGNMENTS, self._list_reassignments)
+        h.register(ApiKey.DESCRIBE_LOG_DIRS, self._describe_log_dirs)
+        h.register(ApiKey.ALTER_REPLICA_LOG_DIRS, self._alter_log_dirs)
+
+    def _rm(self) -> ReplicaManager:
+        if self.replicas is None:
+            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        return self.replicas
+
+    def _ctl(self) -> Controller:
+        if self.controller is None:
+            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        return self.controller
+
+    def _produce(self, req: Request) -> Response:
+        b = req.body
+        tp = TopicPartition(b["topic"], int(b["partition"]))
+        timeout = b.get("timeout_ms")
+        first, last = self._rm().produce(tp, req.payload, int(b.get("acks", -1)),
+                                         None if timeout is None else int(timeout) / 1000.0)
+        return Response({"base_offset": first, "last_offset": last})
+
+    def _fetch(self, req: Request) -> Response:
+        body, payload = self._rm().fetch(req.body)
+        return Response(body, payload)
+
+    def _epoch_end(self, req: Request) -> Response:
+        return Response(self._rm().offsets_for_leader_epoch(req.body))
+
+    def _leader_and_isr(self, req: Request) -> Response:
+        return Response(self._rm().leader_and_isr(req.body))
+
+    def _stop_replica(self, req: Request) -> Response:
+        return Response(self._rm().stop_replica(req.body))
+
+    def _metadata(self, req: Request) -> Response:
+        """Brokers, controller and partition states from the store (the routing truth)."""
+        md = self.metadata
+        if md is None:
+            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        wanted = req.body.get("topics")
+        topics = []
+        for topic in (wanted if wanted is not None else md.topics()):
+            asg = md.topic(topic)
+            if asg is None:
+                topics.append({"topic": topic, "error": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                               "partitions": []})
+                continue
+            parts = []
+            for p, reps in sorted(asg.partitions.items()):
+                st = md.partition_state(TopicPartition(topic, p))
+                parts.append({"partition": p, "replicas": list(reps),
+                              "leader": st.leader if st else -1,
+                              "leader_epoch": st.leader_epoch if st else -1,
+                              "isr": list(st.isr) if st else []})
+            topics.append({"topic": topic, "error": 0, "config": dict(asg.config),
+                           "partitions": parts})
+        ctl = md.controller()
+        out: dict[str, Any] = {
+            "broker_id": self.broker_id,
+            "controller": ctl[0] if ctl else -1,
+            "controller_epoch": ctl[1] if ctl else 0,
+            "brokers": [{"broker_id": b, "host": r.host, "port": r.port, "rack": r.rack}
+                        for b, r in sorted(md.live_brokers().items())],
+            "topics": topics}
+        if req.body.get("local"):
+            out["replicas"] = self.replicas.describe() if self.replicas else []
+        return Response(out)
+
+    def _create_topics(self, req: Request) -> Response:
+        ctl = self._ctl()
+        b = req.body
+        cfg = self.config
+        parts = int(b.get("partitions") or cfg["num.partitions"])
+        rf = int(b.get("replication_factor") or cfg["default.replication.factor"])
+        result = ctl.call(lambda: ctl.create_topic(
+            b["topic"], parts, rf, b.get("config") or {}, broker_ids=b.get("broker_ids"),
+            force_simple=bool(b.get("force_simple")), assignment=b.get("assignment")))
+        return Response({"topic": b["topic"], "assignment": {str(k): v for k, v in
+                                                              result.items()}})
+
+    def _delete_topics(self, req: Request) -> Response:
+        ctl = self._ctl()
+        ctl.call(lambda: ctl.delete_topic(req.body["topic"]))
+        return Response({"topic": req.body["topic"]})
+
+    def _placement(self, req: Request) -> Response:
+        ctl = self._ctl()
+        b = req.body
+        placement = ctl.call(lambda: ctl.create_replica_placement(
+            int(b["num_partitions"]), int(b["replication_factor"]),
+            force_simple=bool(b.get("force_simple")), broker_ids=b.get("broker_ids"),
+            start_partition=int(b.get("start_partition", 0)), topic=b.get("topic")))
+        return Response({"placement": placement})
+
+    def _elect_leaders(self, req: Request) -> Response:
+        ctl = self._ctl()
+        wanted = req.body.get("partitions")
+        tps = None if wanted is None else [TopicPartition(p["topic"], int(p["partition"]))
+                                           for p in wanted]
+        return Response({"results": ctl.call(lambda: ctl.elect_preferred(tps))})
+
+    def _controlled_shutdown_request(self, req: Request) -> Response:
+        ctl = self._ctl()
+        broker = int(req.body["broker_id"])
+        return Response(ctl.call(lambda: ctl.controlled_shutdown(broker)))
+
+    def _alter_reassignments(self, req: Request) -> Response:
+        assert self.metadata is not None
+        entries = req.body["partitions"]
+        self.metadata.request_reassignment(entries)
+        return Response({"accepted": len(entries)})
+
+    def _list_reassignments(self, req: Request) -> Response:
+        assert self.metadata is not None
+        entries, _ = self.metadata.reassignments()
+        return Response({"partitions": entries})
+
+    def _describe_log_dirs(self, req: Request) -> Response:
+        if self.log_manager is None:
+            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        rows = self.log_manager.describe_log_dirs(req.body.get("log_dirs"),
+                                                  req.body.get("topics"))
+        return Response({"log_dirs": [_jsonable(dataclasses.asdict(r)) for r in rows]})
+
+    def _alter_log_dirs(self, req: Request) -> Response:
+        if self.log_manager is None:
+            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        moves = {TopicPartition(m["topic"], int(m["partition"])): m["log_dir"]
+                 for m in req.body["moves"]}
+        result = self.log_manager.alter_replica_log_dirs(moves)
+        return Response({"result": _jsonable(result)})
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    return str(value)
+
+
+__all__ = ["INPROC_HOST", "LOOPBACK", "ClusterBroker", "listen_port"]

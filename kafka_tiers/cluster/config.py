@@ -1,0 +1,62 @@
+"""The cluster's broker configuration keys (:data:`CLUSTER_KEYS`, registered in
+:data:`kafka_tiers.config.SECTIONS`): the metadata store, the listener, replication and the
+controller. Names and defaults are Kafka's where Kafka has the key."""
+
+from __future__ import annotations
+
+from kafka_tiers.config import Bool, Choice, ConfigKey, Int, String
+
+
+def _listeners(value: str) -> str | None:
+    for item in value.split(","):
+        _, _, rest = item.strip().partition("://")
+        host, _, port = rest.rpartition(":")
+        if host not in ("127.0.0.1", "localhost", "") or not port.isdigit():
+            return "PLAINTEXT://127.0.0.1:<port> (kafka-tiers listens on 127.0.0.1 only)"
+    return None
+
+
+CLUSTER_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("metadata.store", Choice("embedded", "zookeeper"), "embedded",
+              "Where cluster metadata lives: embedded (one process, a local file) or "
+              "zookeeper."),
+    ConfigKey("metadata.dir", String(), None,
+              "The embedded store's directory (default: <first log dir>/metadata)."),
+    ConfigKey("zookeeper.connect", String(), None,
+              "ZooKeeper connect string, e.g. 127.0.0.1:2181 or 127.0.0.1:2181/chroot."),
+    ConfigKey("zookeeper.session.timeout.ms", Int(min=50), 18000,
+              "Session timeout: a broker silent this long is dead (ephemeral nodes go)."),
+    ConfigKey("listeners", String(), None,
+              "PLAINTEXT://127.0.0.1:<port>; overrides port.", check=_listeners),
+    ConfigKey("port", Int(min=0, max=65535), 9092,
+              "The broker's port on 127.0.0.1 (0: any free port)."),
+    ConfigKey("replica.lag.time.max.ms", Int(min=1), 30000,
+              "A follower not caught up for this long leaves the ISR."),
+    ConfigKey("replica.fetch.wait.max.ms", Int(min=0), 500,
+              "How long a follower fetch waits at the leader for new data."),
+    ConfigKey("replica.fetch.max.bytes", Int(min=1024), 1 << 20,
+              "Bytes per partition per follower fetch."),
+    ConfigKey("min.insync.replicas", Int(min=1), 1,
+              "Replicas in the ISR needed for an acks=all produce."),
+    ConfigKey("unclean.leader.election.enable", Bool(), False,
+              "Elect an out-of-ISR replica when no ISR replica is alive (data loss)."),
+    ConfigKey("default.replication.factor", Int(min=1), 1,
+              "Replication factor of topics created without one."),
+    ConfigKey("num.partitions", Int(min=1), 1, "Partitions of topics created without a count."),
+    ConfigKey("controlled.shutdown.enable", Bool(), True,
+              "Move leadership away through the controller before stopping."),
+    ConfigKey("controlled.shutdown.max.retries", Int(min=0), 3,
+              "Controlled shutdown attempts before stopping anyway."),
+    ConfigKey("auto.leader.rebalance.enable", Bool(), True,
+              "Periodically move leadership back to preferred replicas."),
+    ConfigKey("leader.imbalance.check.interval.seconds", Int(min=1), 300,
+              "How often the controller checks preferred leaders."),
+    ConfigKey("request.timeout.ms", Int(min=1), 30000,
+              "Timeout of requests between brokers and of acks=all produce waits."),
+    ConfigKey("controller.batch.writes", Bool(), True,
+              "Write partition states in atomic multi-writes (one round trip per batch)."),
+    ConfigKey("controller.batch.size", Int(min=1, max=100000), 1000,
+              "Partition states per multi-write."),
+)
+
+__all__ = ["CLUSTER_KEYS"]

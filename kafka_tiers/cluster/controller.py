@@ -1,0 +1,758 @@
+"""The controller (document 003): one broker at a time, elected through the ephemeral
+``/controller`` node, decides every leadership change, creates and deletes topics, places
+replicas through the configured ``ReplicaPlacer`` and drives reassignment.
+
+Everything the controller does runs on one event thread, in order: store notifications
+(brokers coming and going, reassignment requests), requests from clients and brokers (create
+topic, controlled shutdown, ...) and a periodic tick. Decisions are written to the metadata
+store first (the source of truth; each write checks the controller epoch node, so a deposed
+controller's writes fail), then sent to the affected brokers as LeaderAndIsr / StopReplica
+requests carrying the controller epoch (brokers refuse older epochs).
+
+Leader election (Kafka's rules)
+    the first replica in assignment order that is alive, not shutting down and in the ISR;
+    with ``unclean.leader.election.enable`` and no such replica, the first live replica (a
+    WARNING names the partition: committed records may be lost); otherwise the partition
+    goes offline (leader -1) until an ISR replica returns. Preferred election moves the
+    leadership to the first assigned replica when it is alive and in the ISR.
+Failover batching
+    the partition states of a broker failure are written in atomic multi-writes of
+    ``controller.batch.size`` (``controller.batch.writes=false``: one write per partition),
+    then one LeaderAndIsr request per broker, sent to all brokers in parallel.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
+from kafka_tiers.cluster.metadata_store import (
+    BROKER_IDS,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    REASSIGN,
+    BadVersionError,
+    BrokerRegistration,
+    ClusterMetadata,
+    ControllerMovedError,
+    MetadataStoreError,
+    NodeExistsError,
+    NoNodeError,
+    Op,
+    PartitionState,
+    TopicAssignment,
+    state_path,
+    topic_path,
+)
+from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
+from kafka_tiers.core import BrokerCore
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass
+class FailoverStats:
+    """The figures of the last broker-failure handling (for the benchmark and describe)."""
+
+    brokers: list[int] = field(default_factory=list)
+    partitions: int = 0
+    write_seconds: float = 0.0
+    send_seconds: float = 0.0
+    total_seconds: float = 0.0
+    store_writes: int = 0
+    batched: bool = True
+
+
+def address_of(reg: BrokerRegistration) -> str:
+    return f"{reg.host}:{reg.port}"
+
+
+class Controller:
+    """The controller role of one broker (every broker runs one; one is active).
+
+    Args:
+        broker_id: this broker.
+        metadata: the cluster metadata over this broker's store session.
+        client: the transport client for requests to brokers.
+        core: the broker core (config, hooks, placer).
+    """
+
+    def __init__(self, broker_id: int, metadata: ClusterMetadata, client: Client,
+                 core: BrokerCore) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.store = metadata.store
+        self.client = client
+        self.core = core
+        self.hooks = core.hooks
+        cfg = core.config
+        self.unclean = bool(cfg["unclean.leader.election.enable"])
+        self.batch = bool(cfg["controller.batch.writes"])
+        self.batch_size = int(cfg["controller.batch.size"])
+        self.request_timeout = int(cfg["request.timeout.ms"]) / 1000.0
+        self.rebalance = bool(cfg["auto.leader.rebalance.enable"])
+        self.rebalance_interval = int(cfg["leader.imbalance.check.interval.seconds"])
+        self.active = False
+        self.epoch = 0
+        self._epoch_version = -1
+        self.live: dict[int, BrokerRegistration] = {}
+        self.shutting_down: set[int] = set()
+        self.assignments: dict[TopicPartition, tuple[int, ...]] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.topic_versions: dict[str, int] = {}
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self.reassigning: dict[TopicPartition, dict[str, Any]] = {}
+        self.last_failover: FailoverStats | None = None
+        self.failover_listeners: list[Callable[[FailoverStats], None]] = []
+        self._events: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
+        #: set while the process is "stopped" (in-process SIGSTOP): no events handled.
+        self.paused = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8,
+                                                           thread_name_prefix="controller-send")
+        self._last_rebalance = time.monotonic()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Start the event thread and take part in the election."""
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"controller-{self.broker_id}")
+        self._thread.start()
+        self.store.watch_data(CONTROLLER, lambda _p: self.enqueue("elect"))
+        self.store.watch_children(BROKER_IDS, lambda _p: self.enqueue("brokers"))
+        self.store.watch_data(REASSIGN, lambda _p: self.enqueue("reassign"))
+        self.store.on_session_event(self._on_session)
+
+    def _on_session(self, event: str) -> None:
+        if event == "expired":
+            self.enqueue("resign")
+        else:
+            self.enqueue("elect")
+
+    def stop(self) -> None:
+        """Stop the event thread (resigning: the ephemeral node goes with the session)."""
+        self._stopped.set()
+        self._events.put(None)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.active = False
+
+    def enqueue(self, kind: str, arg: Any = None) -> None:
+        if not self._stopped.is_set():
+            self._events.put((kind, arg))
+
+    def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``fn`` on the controller thread and return its result (requests).
+
+        Raises:
+            ApiError: ``NOT_CONTROLLER`` when this broker is not the active controller,
+                ``REQUEST_TIMED_OUT``; or what ``fn`` raised.
+        """
+        if not self.active:
+            raise ApiError(f"broker {self.broker_id} is not the controller",
+                           ErrorCode.NOT_CONTROLLER)
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self.enqueue("call", (fn, fut))
+        try:
+            return fut.result(timeout=timeout or self.request_timeout * 2)
+        except concurrent.futures.TimeoutError:
+            raise ApiError("the controller did not answer in time",
+                           ErrorCode.REQUEST_TIMED_OUT) from None
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            if self.paused.is_set():
+                self._stopped.wait(0.05)
+                continue
+            try:
+                item = self._events.get(timeout=0.2)
+            except queue.Empty:
+                item = ("tick", None)
+            if item is None:
+                return
+            kind, arg = item
+            try:
+                self._handle(kind, arg)
+            except ControllerMovedError:
+                log.warning("broker %s: another controller took over; resigning",
+                            self.broker_id)
+                self.active = False
+            except MetadataStoreError as exc:
+                log.warning("broker %s: controller event %s failed on the store: %s",
+                            self.broker_id, kind, exc)
+                if kind == "call":
+                    arg[1].set_exception(ApiError(str(exc), ErrorCode.REQUEST_TIMED_OUT))
+                else:
+                    self.enqueue_later(kind, arg)
+            except Exception as exc:
+                if kind == "call" and not arg[1].done():
+                    arg[1].set_exception(exc)
+                else:
+                    log.exception("broker %s: controller event %s failed", self.broker_id,
+                                  kind)
+
+    def enqueue_later(self, kind: str, arg: Any, delay: float = 0.2) -> None:
+        t = threading.Timer(delay, self.enqueue, (kind, arg))
+        t.daemon = True
+        t.start()
+
+    def _handle(self, kind: str, arg: Any) -> None:
+        if kind == "elect":
+            self._elect()
+        elif kind == "resign":
+            if self.active:
+                log.warning("broker %s: session lost; no longer the controller",
+                            self.broker_id)
+            self.active = False
+        elif kind == "brokers":
+            if self.active:
+                self._on_brokers_changed()
+        elif kind == "reassign" or kind == "tick":
+            if self.active:
+                self._check_still_controller()
+                self._drive_reassignments()
+                if (kind == "tick" and self.rebalance and time.monotonic() -
+                        self._last_rebalance > self.rebalance_interval):
+                    self._last_rebalance = time.monotonic()
+                    self.elect_preferred(None)
+            elif kind == "tick" and self.store.exists(CONTROLLER) is None:
+                self._elect()
+        elif kind == "call":
+            fn, fut = arg
+            if fut.done():
+                return
+            if not self.active:
+                fut.set_exception(ApiError(f"broker {self.broker_id} is not the controller",
+                                           ErrorCode.NOT_CONTROLLER))
+                return
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:
+                fut.set_exception(exc)
+
+    def _check_still_controller(self) -> None:
+        current = self.metadata.controller()
+        if current is None or current != (self.broker_id, self.epoch):
+            log.warning("broker %s: /controller is %s; resigning", self.broker_id, current)
+            self.active = False
+
+    # ------------------------------------------------------------------ election
+    def _elect(self) -> None:
+        current = self.metadata.controller()
+        if current is not None:
+            if self.active and current != (self.broker_id, self.epoch):
+                log.warning("broker %s: controller %s elected; resigning", self.broker_id,
+                            current)
+                self.active = False
+            return
+        self.active = False
+        try:
+            epoch = self.metadata.try_become_controller(self.broker_id)
+        except MetadataStoreError as exc:
+            log.warning("broker %s: controller election failed: %s", self.broker_id, exc)
+            return
+        if epoch is None:
+            return
+        got = self.store.get(CONTROLLER_EPOCH)
+        self.epoch, self._epoch_version = epoch, got[1]
+        log.info("broker %s is the controller (epoch %d)", self.broker_id, epoch)
+        self._on_failover()
+
+    def _guard(self) -> Op:
+        return Op.check(CONTROLLER_EPOCH, self._epoch_version)
+
+    def _on_failover(self) -> None:
+        """Document 003 section D: load everything, repair what changed while there was no
+        controller, resend the whole state to every broker."""
+        self.metadata.ensure_layout()
+        self.live = self.metadata.live_brokers()
+        self.shutting_down = set()
+        self.assignments, self.states, self.topic_configs = {}, {}, {}
+        for topic in self.metadata.topics():
+            asg = self.metadata.topic(topic)
+            if asg is None:
+                continue
+            self.topic_configs[topic] = dict(asg.config)
+            self.topic_versions[topic] = asg.version
+            for p, reps in asg.partitions.items():
+                tp = TopicPartition(topic, p)
+                self.assignments[tp] = reps
+                st = self.metadata.partition_state(tp)
+                if st is not None:
+                    self.states[tp] = st
+        self.reassigning = {}
+        self.active = True
+        for b, reg in sorted(self.live.items()):  # a new controller reports what it finds
+            self.hooks.broker_up(b, reg.rack)
+        self._last_rebalance = time.monotonic()
+        # leaders lost while nobody was controller
+        dead = {b for st in self.states.values() for b in (st.leader, *st.isr)
+                if b >= 0 and b not in self.live}
+        offline = {tp for tp, st in self.states.items() if st.leader < 0}
+        self._handle_failures(dead, extra=offline)
+        self._send_full_state(self.live)
+        self._drive_reassignments()
+
+    # ------------------------------------------------------------------ brokers
+    def _on_brokers_changed(self) -> None:
+        now = self.metadata.live_brokers()
+        gone = set(self.live) - set(now)
+        came = {b for b in now if b not in self.live or now[b] != self.live[b]}
+        self.live = now
+        self.shutting_down -= gone | came
+        for b in sorted(gone):
+            log.info("controller %s: broker %s is down", self.broker_id, b)
+            self.hooks.broker_down(b)
+        for b in sorted(came):
+            log.info("controller %s: broker %s is up", self.broker_id, b)
+            self.hooks.broker_up(b, now[b].rack)
+        if gone:
+            self._handle_failures(gone)
+            self._send_brokers_update()
+        if came:
+            offline = {tp for tp, st in self.states.items() if st.leader < 0}
+            if offline:
+                self._handle_failures(set(), extra=offline)
+            self._send_full_state({b: now[b] for b in came})
+            self._send_brokers_update(exclude=came)
+
+    def _eligible(self, b: int) -> bool:
+        return b in self.live and b not in self.shutting_down
+
+    def elect_leader(self, tp: TopicPartition, isr: Sequence[int],
+                     exclude: Iterable[int] = ()) -> tuple[int, tuple[int, ...], bool]:
+        """``(leader, isr, unclean)`` by Kafka's rules (see the module docstring)."""
+        skip = set(exclude)
+        reps = self.assignments.get(tp, ())
+        for r in reps:
+            if r in isr and self._eligible(r) and r not in skip:
+                return r, tuple(b for b in isr if b not in skip), False
+        if self.unclean:
+            for r in reps:
+                if self._eligible(r) and r not in skip:
+                    log.warning("UNCLEAN LEADER ELECTION for %s: no in-sync replica is alive "
+                                "(ISR %s); broker %s, which is not in the ISR, becomes the "
+                                "leader. Records committed by the old ISR may be LOST.",
+                                tp, list(isr), r)
+                    return r, (r,), True
+        return -1, tuple(isr), False
+
+    def _handle_failures(self, dead: set[int], extra: Iterable[TopicPartition] = ()) -> None:
+        """Elect new leaders for partitions led by ``dead`` brokers (and ``extra`` ones) and
+        drop dead brokers from every ISR; batched writes, then LeaderAndIsr."""
+        t0 = time.monotonic()
+        changes: dict[TopicPartition, PartitionState] = {}
+        wanted = set(extra)
+        for tp, st in self.states.items():
+            if tp in wanted or st.leader in dead or dead.intersection(st.isr):
+                new = self._failover_state(tp, st, dead)
+                if new is not None:
+                    changes[tp] = new
+        if not changes:
+            return
+        writes_before = len(changes)
+        written = self._write(changes)
+        t1 = time.monotonic()
+        self._commit_states(written)
+        self._send_leader_and_isr(written)
+        t2 = time.monotonic()
+        if dead:
+            stats = FailoverStats(sorted(dead), len(written), t1 - t0, t2 - t1, t2 - t0,
+                                  writes_before if not self.batch else
+                                  -(-writes_before // self.batch_size), self.batch)
+            self.last_failover = stats
+            log.info("controller %s: failover of brokers %s: %d partitions, store %.3fs, "
+                     "brokers %.3fs", self.broker_id, sorted(dead), len(written),
+                     stats.write_seconds, stats.send_seconds)
+            for cb in list(self.failover_listeners):
+                cb(stats)
+
+    def _failover_state(self, tp: TopicPartition, st: PartitionState, dead: set[int]
+                        ) -> PartitionState | None:
+        isr = tuple(b for b in st.isr if b not in dead)
+        if st.leader >= 0 and st.leader not in dead and self._eligible(st.leader):
+            if isr == st.isr:
+                return None
+            return PartitionState(st.leader, st.leader_epoch, isr, self.epoch, st.version)
+        leader, new_isr, _ = self.elect_leader(tp, isr)
+        if leader < 0:
+            keep = isr or ((st.leader,) if st.leader >= 0 else st.isr)
+            if st.leader == -1 and keep == st.isr:
+                return None
+            return PartitionState(-1, st.leader_epoch + 1, keep, self.epoch, st.version)
+        return PartitionState(leader, st.leader_epoch + 1, new_isr, self.epoch, st.version)
+
+    def _write(self, changes: Mapping[TopicPartition, PartitionState]
+               ) -> dict[TopicPartition, PartitionState]:
+        """Conditional writes; partitions whose version moved (a leader's ISR change) are
+        re-read and decided again."""
+        written: dict[TopicPartition, PartitionState] = {}
+        pending = dict(changes)
+        for _ in range(5):
+            done, failed = self.metadata.write_states(pending, batch=self.batch,
+                                                      batch_size=self.batch_size,
+                                                      guard=self._guard())
+            written.update(done)
+            if not failed:
+                break
+            pending = {}
+            for tp in failed:
+                cur = self.metadata.partition_state(tp)
+                if cur is None:
+                    continue
+                want = changes[tp]
+                pending[tp] = PartitionState(
+                    want.leader, max(want.leader_epoch, cur.leader_epoch +
+                                     (1 if want.leader != cur.leader else 0)),
+                    tuple(b for b in (cur.isr if want.leader == cur.leader else want.isr)
+                          if b in self.live), self.epoch, cur.version)
+        return written
+
+    def _commit_states(self, written: Mapping[TopicPartition, PartitionState]) -> None:
+        for tp, st in written.items():
+            old = self.states.get(tp)
+            self.states[tp] = st
+            if st.leader >= 0 and (old is None or old.leader != st.leader
+                                   or old.leader_epoch != st.leader_epoch):
+                self.hooks.leader_elected(tp, st.leader, st.leader_epoch, list(st.isr))
+            if old is not None and old.isr != st.isr:
+                self.hooks.isr_changed(tp, list(st.isr), st.leader_epoch)
+
+    # ------------------------------------------------------------------ requests to brokers
+    def _brokers_map(self) -> dict[str, str]:
+        return {str(b): address_of(r) for b, r in self.live.items()}
+
+    def _entry(self, tp: TopicPartition, st: PartitionState, log_dir: str | None = None
+               ) -> dict[str, Any]:
+        e: dict[str, Any] = {
+            "topic": tp.topic, "partition": tp.partition, "leader": st.leader,
+            "leader_epoch": st.leader_epoch, "isr": list(st.isr),
+            "replicas": list(self.assignments.get(tp, ())), "version": st.version,
+            "config": self.topic_configs.get(tp.topic, {})}
+        if log_dir is not None:
+            e["log_dir"] = log_dir
+        return e
+
+    def _send_leader_and_isr(self, states: Mapping[TopicPartition, PartitionState],
+                             to: Iterable[int] | None = None,
+                             log_dirs: Mapping[tuple[TopicPartition, int], str] | None = None
+                             ) -> dict[int, bool]:
+        per: dict[int, list[dict[str, Any]]] = {}
+        only = set(to) if to is not None else None
+        for tp, st in states.items():
+            for b in self.assignments.get(tp, ()):
+                if b in self.live and (only is None or b in only):
+                    per.setdefault(b, []).append(
+                        self._entry(tp, st, (log_dirs or {}).get((tp, b))))
+        return self._broadcast(ApiKey.LEADER_AND_ISR, per)
+
+    def _broadcast(self, api: ApiKey, per: Mapping[int, list[dict[str, Any]]],
+                   extra: Mapping[str, Any] | None = None) -> dict[int, bool]:
+        brokers = self._brokers_map()
+
+        def send(b: int, parts: list[dict[str, Any]]) -> bool:
+            reg = self.live.get(b)
+            if reg is None:
+                return False
+            body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
+                    "brokers": brokers, "partitions": parts, **(extra or {})}
+            try:
+                self.client.send(address_of(reg), api, body, timeout=self.request_timeout)
+                return True
+            except TransportError as exc:
+                log.warning("controller %s: %s to broker %s failed: %s", self.broker_id,
+                            api.name, b, exc)
+                return False
+
+        futures = {b: self._pool.submit(send, b, parts) for b, parts in per.items()}
+        return {b: f.result() for b, f in futures.items()}
+
+    def _send_full_state(self, to: Mapping[int, BrokerRegistration]) -> None:
+        per: dict[int, list[dict[str, Any]]] = {b: [] for b in to}
+        for tp, st in self.states.items():
+            for b in self.assignments.get(tp, ()):
+                if b in per:
+                    per[b].append(self._entry(tp, st))
+        self._broadcast(ApiKey.LEADER_AND_ISR, per)
+
+    def _send_brokers_update(self, exclude: Iterable[int] = ()) -> None:
+        skip = set(exclude)
+        self._broadcast(ApiKey.LEADER_AND_ISR, {b: [] for b in self.live if b not in skip})
+
+    # ------------------------------------------------------------------ topics
+    def cluster_view(self) -> ClusterView:
+        """The live brokers (shutting-down ones fenced) and the current assignments."""
+        return ClusterView([BrokerInfo(b, r.rack, b in self.shutting_down)
+                            for b, r in sorted(self.live.items())], self.assignments)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     config: Mapping[str, str] | None = None, *,
+                     broker_ids: Sequence[int] | None = None, force_simple: bool = False,
+                     assignment: Mapping[int, Sequence[int]] | None = None
+                     ) -> dict[int, list[int]]:
+        """Create a topic, or add ``partitions`` partitions to an existing one (through the
+        configured placer, ``start_partition`` continuing the topic); returns the new
+        partitions' replicas. Runs on the controller thread (use :meth:`call`)."""
+        from kafka_tiers.log.names import validate_topic
+
+        validate_topic(topic)
+        exists = topic in self.topic_configs
+        view = self.cluster_view()
+        if assignment is not None:
+            plan = {TopicPartition(topic, int(p)): [int(b) for b in r]
+                    for p, r in assignment.items()}
+            for tp, reps in plan.items():
+                if tp in self.assignments or len(set(reps)) != len(reps) or not reps or \
+                        any(b not in self.live for b in reps):
+                    raise ApiError(f"invalid manual assignment for {tp}: {reps}",
+                                   ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        else:
+            plan = self.core.plan_topic(view, topic, partitions, replication_factor,
+                                        broker_ids=broker_ids, force_simple=force_simple)
+        states: dict[int, PartitionState] = {}
+        for tp, reps in plan.items():
+            leader = next((b for b in reps if self._eligible(b)), -1)
+            isr = tuple(b for b in reps if b in self.live)
+            states[tp.partition] = PartitionState(leader, 0, isr, self.epoch, 0)
+        if exists:
+            cur = self.metadata.topic(topic)
+            assert cur is not None
+            parts = dict(cur.partitions)
+            parts.update({tp.partition: tuple(r) for tp, r in plan.items()})
+            asg = TopicAssignment(topic, parts, cur.config, cur.version)
+        else:
+            asg = TopicAssignment(topic, {tp.partition: tuple(r) for tp, r in plan.items()},
+                                  dict(config or {}))
+        try:
+            self.store.multi([self._guard(), *self.metadata.create_topic_ops(asg, states,
+                                                                             exists=exists)])
+        except NodeExistsError:
+            raise ApiError(f"topic {topic!r} exists already",
+                           ErrorCode.TOPIC_ALREADY_EXISTS) from None
+        except BadVersionError as exc:
+            if exc.path == CONTROLLER_EPOCH:
+                raise ControllerMovedError("another controller was elected") from None
+            raise
+        self.topic_configs[topic] = dict(asg.config)
+        new_states = {}
+        for tp, reps in plan.items():
+            self.assignments[tp] = tuple(reps)
+            new_states[tp] = states[tp.partition]
+        self._commit_states(new_states)
+        self._send_leader_and_isr(new_states)
+        self.core.topic_created(topic, {tp: r for tp, r in plan.items()})
+        return {tp.partition: list(r) for tp, r in plan.items()}
+
+    def delete_topic(self, topic: str) -> None:
+        """StopReplica (delete) to every replica, then remove the topic's nodes."""
+        if topic not in self.topic_configs:
+            raise ApiError(f"unknown topic {topic!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        tps = [tp for tp in self.assignments if tp.topic == topic]
+        per: dict[int, list[dict[str, Any]]] = {}
+        for tp in tps:
+            for b in self.assignments[tp]:
+                per.setdefault(b, []).append({"topic": tp.topic, "partition": tp.partition})
+        self._broadcast(ApiKey.STOP_REPLICA, {b: p for b, p in per.items() if b in self.live},
+                        {"delete": True})
+        self.metadata.delete_topic(topic)
+        for tp in tps:
+            self.assignments.pop(tp, None)
+            self.states.pop(tp, None)
+            self.reassigning.pop(tp, None)
+        self.topic_configs.pop(topic, None)
+
+    def create_replica_placement(self, partitions: int, replication_factor: int, *,
+                                 force_simple: bool = False,
+                                 broker_ids: Sequence[int] | None = None,
+                                 start_partition: int = 0, topic: str | None = None
+                                 ) -> list[list[int]]:
+        """Document 001's admin operation: a placement from the cluster's placer for the
+        live cluster, recorded nowhere."""
+        return self.core.create_replica_placement(
+            self.cluster_view(), partitions, replication_factor, force_simple=force_simple,
+            broker_ids=broker_ids, start_partition=start_partition, topic=topic)
+
+    # ------------------------------------------------------------------ elections
+    def elect_preferred(self, tps: Iterable[TopicPartition] | None) -> dict[str, str]:
+        """Move leadership to the preferred (first assigned) replica where it is alive and
+        in the ISR; returns ``{partition: outcome}``."""
+        out: dict[str, str] = {}
+        changes: dict[TopicPartition, PartitionState] = {}
+        for tp in (list(self.states) if tps is None else list(tps)):
+            st = self.states.get(tp)
+            reps = self.assignments.get(tp)
+            if st is None or not reps:
+                out[str(tp)] = "unknown partition"
+                continue
+            pref = reps[0]
+            if st.leader == pref:
+                out[str(tp)] = "election not needed"
+            elif pref in st.isr and self._eligible(pref):
+                changes[tp] = PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
+                                             st.version)
+                out[str(tp)] = f"leader {st.leader} -> {pref}"
+            else:
+                out[str(tp)] = f"preferred replica {pref} not alive or not in the ISR"
+        if changes:
+            written = self._write(changes)
+            self._commit_states(written)
+            self._send_leader_and_isr(written)
+        return out
+
+    def controlled_shutdown(self, broker_id: int) -> dict[str, Any]:
+        """Move every leadership away from ``broker_id`` and drop it from the ISRs; returns
+        the partitions it still leads (no other ISR replica)."""
+        self.shutting_down.add(broker_id)
+        changes: dict[TopicPartition, PartitionState] = {}
+        for tp, st in self.states.items():
+            if broker_id not in self.assignments.get(tp, ()):
+                continue
+            if st.leader == broker_id:
+                leader, isr, _ = self.elect_leader(tp, st.isr, exclude=[broker_id])
+                if leader < 0:
+                    continue
+                changes[tp] = PartitionState(leader, st.leader_epoch + 1, isr, self.epoch,
+                                             st.version)
+            elif broker_id in st.isr and st.leader >= 0:
+                changes[tp] = PartitionState(st.leader, st.leader_epoch,
+                                             tuple(b for b in st.isr if b != broker_id),
+                                             self.epoch, st.version)
+        written = self._write(changes) if changes else {}
+        self._commit_states(written)
+        self._send_leader_and_isr(written)
+        remaining = [str(tp) for tp, st in self.states.items() if st.leader == broker_id]
+        return {"remaining": remaining, "moved": len(written)}
+
+    # ------------------------------------------------------------------ reassignment
+    def _drive_reassignments(self) -> None:
+        """Document 003 section F: AR+RAR, catch-up, leader move, old replicas removed."""
+        entries, version = self.metadata.reassignments()
+        if not entries and not self.reassigning:
+            return
+        finished: list[tuple[str, int]] = []
+        for e in entries:
+            tp = TopicPartition(e["topic"], int(e["partition"]))
+            target = tuple(int(b) for b in e["replicas"])
+            dirs = list(e.get("log_dirs") or ["any"] * len(target))
+            if tp not in self.assignments or not target or len(set(target)) != len(target):
+                log.error("controller %s: reassignment of %s to %s refused (unknown "
+                          "partition or bad replica list)", self.broker_id, tp, list(target))
+                finished.append((tp.topic, tp.partition))
+                continue
+            if self._reassign_step(tp, target, dirs):
+                finished.append((tp.topic, tp.partition))
+        if finished:
+            self._remove_reassignments(finished, version)
+
+    def _reassign_step(self, tp: TopicPartition, target: tuple[int, ...], dirs: list[str]
+                       ) -> bool:
+        ar = self.assignments[tp]
+        log_dirs = {(tp, b): d for b, d in zip(target, dirs, strict=False) if d != "any"}
+        cur = self.reassigning.get(tp)
+        if cur is None or cur["target"] != target:
+            if set(ar) == set(target) and ar[:1] == target[:1] and not log_dirs:
+                self._set_assignment(tp, target)
+                return True
+            union = tuple(target) + tuple(b for b in ar if b not in target)
+            self._set_assignment(tp, union)
+            st = self.states[tp]
+            self._send_leader_and_isr({tp: st}, log_dirs=log_dirs)
+            self.reassigning[tp] = {"target": target, "old": ar, "started": time.monotonic()}
+            log.info("controller %s: reassigning %s from %s to %s", self.broker_id, tp,
+                     list(ar), list(target))
+            return False
+        st = self.metadata.partition_state(tp)
+        if st is None:
+            return True
+        self.states[tp] = st
+        if not set(target) <= set(st.isr):
+            return False  # still catching up
+        leader = st.leader
+        epoch = st.leader_epoch + 1
+        if leader not in target or not self._eligible(leader):
+            leader = next((b for b in target if b in st.isr and self._eligible(b)), -1)
+            if leader < 0:
+                return False
+        new = PartitionState(leader, epoch, tuple(b for b in st.isr if b in target),
+                             self.epoch, st.version)
+        written = self._write({tp: new})
+        if tp not in written:
+            return False
+        removed = [b for b in self.assignments[tp] if b not in target]
+        self._set_assignment(tp, target)
+        self._commit_states(written)
+        self._send_leader_and_isr(written)
+        if removed:
+            self._broadcast(ApiKey.STOP_REPLICA,
+                            {b: [{"topic": tp.topic, "partition": tp.partition}]
+                             for b in removed if b in self.live}, {"delete": True})
+        self.reassigning.pop(tp, None)
+        log.info("controller %s: reassignment of %s to %s done", self.broker_id, tp,
+                 list(target))
+        return True
+
+    def _set_assignment(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
+        for _ in range(5):
+            asg = self.metadata.topic(tp.topic)
+            if asg is None:
+                raise NoNodeError(f"topic {tp.topic} vanished", topic_path(tp.topic))
+            parts = dict(asg.partitions)
+            parts[tp.partition] = replicas
+            new = TopicAssignment(tp.topic, parts, asg.config, asg.version)
+            try:
+                self.store.multi([self._guard(), Op.set(topic_path(tp.topic), new.to_json(),
+                                                        asg.version)])
+            except BadVersionError as exc:
+                if exc.path == CONTROLLER_EPOCH:
+                    raise ControllerMovedError("another controller was elected") from None
+                continue
+            self.assignments[tp] = replicas
+            return
+        raise MetadataStoreError(f"could not update the assignment of {tp}")
+
+    def _remove_reassignments(self, done: list[tuple[str, int]], version: int) -> None:
+        gone = set(done)
+        for _ in range(5):
+            entries, version = self.metadata.reassignments()
+            left = [e for e in entries if (e["topic"], int(e["partition"])) not in gone]
+            try:
+                if left:
+                    self.store.set(REASSIGN, {"version": 1, "partitions": left}, version)
+                else:
+                    self.store.delete(REASSIGN, version)
+                return
+            except (BadVersionError, NoNodeError):
+                continue
+
+    # ------------------------------------------------------------------ inspection
+    def describe(self) -> dict[str, Any]:
+        """The controller's view: brokers, partitions, reassignments, last failover."""
+        return {
+            "controller": self.broker_id, "epoch": self.epoch,
+            "brokers": {str(b): {"address": address_of(r), "rack": r.rack,
+                                 "shutting_down": b in self.shutting_down}
+                        for b, r in sorted(self.live.items())},
+            "partitions": [{"topic": tp.topic, "partition": tp.partition,
+                            "replicas": list(self.assignments.get(tp, ())),
+                            "leader": st.leader, "leader_epoch": st.leader_epoch,
+                            "isr": list(st.isr)} for tp, st in sorted(self.states.items())],
+            "reassigning": [str(tp) for tp in sorted(self.reassigning)],
+        }
+
+
+def partition_state_path(tp: TopicPartition) -> str:
+    """Where a partition's state lives (document 003)."""
+    return state_path(tp)
+
+
+__all__ = ["Controller", "FailoverStats", "address_of", "partition_state_path"]

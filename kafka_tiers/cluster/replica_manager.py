@@ -1,0 +1,712 @@
+"""The replicas of one broker: leader and follower state per partition (document 003 sections
+C and G).
+
+Leader
+    Appends produced batches stamped with its leader epoch; tracks every follower's log end
+    offset from its fetches; the high watermark is the minimum log end offset over the ISR (a
+    follower whose offset is not known yet holds it back). A follower not caught up for
+    ``replica.lag.time.max.ms`` leaves the ISR; one that reaches the high watermark (and the
+    start of the current epoch) joins it again. ISR changes are conditional writes of the
+    partition state at the version this leader last saw: when the controller changed the state
+    meanwhile (a new leader epoch) the write fails and this broker stops acting as leader
+    (document 003 discussion 3: a zombie leader cannot commit). ``acks=all`` produce waits
+    until the high watermark passes the records, and needs ``min.insync.replicas`` in the ISR.
+Follower
+    One fetcher thread per leader broker pulls batches for all partitions it follows from that
+    leader (long-polled by ``replica.fetch.wait.max.ms``). After a leader change it first asks
+    the leader where its own latest epoch ends (OffsetForLeaderEpoch) and truncates there,
+    so records a deposed leader never committed disappear. Its high watermark is the
+    leader's, bounded by its own log end offset.
+Consumers
+    read from the leader only, up to the high watermark.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.cluster.metadata_store import (
+    BadVersionError,
+    ClusterMetadata,
+    MetadataStoreError,
+    NoNodeError,
+    PartitionState,
+    state_path,
+)
+from kafka_tiers.cluster.transport import (
+    ApiError,
+    ApiKey,
+    Client,
+    ErrorCode,
+    TransportError,
+)
+from kafka_tiers.hooks import Hooks
+from kafka_tiers.log.errors import OffsetOutOfRangeError
+from kafka_tiers.log.log import Log
+from kafka_tiers.log.log_manager import LogManager
+from kafka_tiers.log.records import RecordBatch
+
+log = logging.getLogger(__name__)
+
+#: callback for role changes: (partition, "leader"|"follower"|"stopped", leader epoch).
+RoleListener = Callable[[TopicPartition, str, int], None]
+
+
+@dataclass
+class _Follower:
+    leo: int = -1  # -1: not known since this broker became leader
+    last_caught_up: float = 0.0
+    last_fetch_leo: int = -1
+    last_fetch_time: float = 0.0
+
+
+@dataclass
+class Partition:
+    """One hosted replica's state (read it under :attr:`lock`)."""
+
+    tp: TopicPartition
+    log: Log
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    leader: int = -1
+    leader_epoch: int = -1
+    version: int = -1
+    controller_epoch: int = 0
+    is_leader: bool = False
+    epoch_start_offset: int = 0
+    followers: dict[int, _Follower] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    cond: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cond = threading.Condition(self.lock)
+
+
+@dataclass
+class _FetchState:
+    leader_epoch: int
+    truncated: bool = False
+    backoff_until: float = 0.0
+
+
+class _Fetcher:
+    """Pulls from one leader broker for every partition this broker follows there."""
+
+    def __init__(self, rm: ReplicaManager, leader_id: int) -> None:
+        self.rm = rm
+        self.leader_id = leader_id
+        self.parts: dict[TopicPartition, _FetchState] = {}
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"replica-fetcher-{rm.broker_id}-from-{leader_id}")
+        self.thread.start()
+
+    def add(self, tp: TopicPartition, epoch: int) -> None:
+        with self.lock:
+            self.parts[tp] = _FetchState(epoch)
+
+    def remove(self, tp: TopicPartition) -> None:
+        with self.lock:
+            self.parts.pop(tp, None)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def _run(self) -> None:
+        rm = self.rm
+        while not self.stop_event.is_set() and not rm._stopped.is_set():
+            if rm.paused.is_set():
+                self.stop_event.wait(0.05)
+                continue
+            with self.lock:
+                items = [(tp, st) for tp, st in self.parts.items()
+                         if st.backoff_until <= time.monotonic()]
+            if not items:
+                self.stop_event.wait(0.05)
+                continue
+            address = rm.address_of(self.leader_id)
+            if address is None:
+                self.stop_event.wait(0.1)
+                continue
+            try:
+                pending = [(tp, st) for tp, st in items if not st.truncated]
+                if pending:
+                    self._truncate(address, pending)
+                ready = [(tp, st) for tp, st in items if st.truncated]
+                if ready:
+                    self._fetch(address, ready)
+            except TransportError as exc:
+                log.debug("broker %s: fetch from %s failed: %s", rm.broker_id,
+                          self.leader_id, exc)
+                self.stop_event.wait(0.1)
+            except Exception:
+                log.exception("broker %s: fetcher from %s failed", rm.broker_id,
+                              self.leader_id)
+                self.stop_event.wait(0.2)
+
+    def _still(self, tp: TopicPartition, st: _FetchState) -> Partition | None:
+        with self.lock:
+            if self.parts.get(tp) is not st:
+                return None
+        p = self.rm.partitions.get(tp)
+        if p is None or p.is_leader or p.leader_epoch != st.leader_epoch:
+            return None
+        return p
+
+    def _truncate(self, address: str, items: list[tuple[TopicPartition, _FetchState]]) -> None:
+        rm = self.rm
+        req = []
+        for tp, st in items:
+            p = rm.partitions.get(tp)
+            if p is None:
+                continue
+            latest = p.log.leader_epoch_cache.latest_epoch
+            req.append({"topic": tp.topic, "partition": tp.partition,
+                        "leader_epoch": -1 if latest is None else latest,
+                        "current_leader_epoch": st.leader_epoch})
+        if not req:
+            return
+        resp = rm.client.send(address, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                              {"replica_id": rm.broker_id, "partitions": req},
+                              timeout=rm.request_timeout)
+        for entry in resp.body["partitions"]:
+            tp = TopicPartition(entry["topic"], entry["partition"])
+            st = next((s for t, s in items if t == tp), None)
+            if st is None:
+                continue
+            if entry["error"] != ErrorCode.NONE:
+                st.backoff_until = time.monotonic() + 0.1
+                continue
+            with rm._lock_of(tp):
+                p = self._still(tp, st)
+                if p is None:
+                    continue
+                end = int(entry["end_offset"])
+                if end < 0:  # the leader knows no epoch of ours: keep what is committed
+                    end = p.log.high_watermark
+                if end < p.log.log_end_offset:
+                    log.info("broker %s: %s truncates to %d (leader %s, epoch %d)",
+                             rm.broker_id, tp, end, self.leader_id, st.leader_epoch)
+                    p.log.truncate_to(end)
+                st.truncated = True
+
+    def _fetch(self, address: str, items: list[tuple[TopicPartition, _FetchState]]) -> None:
+        rm = self.rm
+        req = []
+        for tp, st in items:
+            p = rm.partitions.get(tp)
+            if p is None:
+                continue
+            req.append({"topic": tp.topic, "partition": tp.partition,
+                        "offset": p.log.log_end_offset, "current_leader_epoch": st.leader_epoch})
+        if not req:
+            return
+        resp = rm.client.send(address, ApiKey.FETCH,
+                              {"replica_id": rm.broker_id, "max_wait_ms": rm.fetch_wait_ms,
+                               "max_bytes": rm.fetch_max_bytes, "partitions": req},
+                              timeout=rm.request_timeout + rm.fetch_wait_ms / 1000.0)
+        pos = 0
+        for entry in resp.body["partitions"]:
+            tp = TopicPartition(entry["topic"], entry["partition"])
+            size = int(entry.get("size", 0))
+            data = resp.payload[pos:pos + size]
+            pos += size
+            st = next((s for t, s in items if t == tp), None)
+            if st is None:
+                continue
+            err = entry["error"]
+            if err == ErrorCode.OFFSET_OUT_OF_RANGE:
+                with rm._lock_of(tp):
+                    p = self._still(tp, st)
+                    if p is not None and p.log.log_end_offset < int(entry["log_start"]):
+                        p.log.truncate_fully_and_start_at(int(entry["log_start"]))
+                    else:
+                        st.truncated = False
+                continue
+            if err != ErrorCode.NONE:
+                st.backoff_until = time.monotonic() + 0.05
+                continue
+            with rm._lock_of(tp):
+                p = self._still(tp, st)
+                if p is None:
+                    continue
+                if data:
+                    self._append(p, data)
+                p.log.update_high_watermark(min(int(entry["hw"]), p.log.log_end_offset))
+
+    @staticmethod
+    def _append(p: Partition, data: bytes) -> None:
+        leo = p.log.log_end_offset
+        keep, pos = bytearray(), 0
+        while pos < len(data):
+            batch = RecordBatch(data, pos)
+            if batch.last_offset >= leo:
+                if batch.base_offset < leo:  # our log ends inside it: cut ours back
+                    p.log.truncate_to(batch.base_offset)
+                    leo = batch.base_offset
+                keep += data[pos:pos + batch.size]
+            pos += batch.size
+        if keep:
+            p.log.append(bytes(keep), assign_offsets=False)
+
+
+class ReplicaManager:
+    """The partitions of one broker (see the module docstring).
+
+    Args:
+        broker_id: this broker.
+        log_manager: its logs.
+        metadata: the cluster metadata (ISR writes).
+        client: the transport client (fetches from leaders).
+        config: the broker config (replication keys).
+        hooks: for ``isr_changed``.
+        on_role: called after every role change (tiered storage follows it).
+    """
+
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata: ClusterMetadata,
+                 client: Client, config: Mapping[str, Any], *, hooks: Hooks | None = None,
+                 on_role: RoleListener | None = None) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata = metadata
+        self.client = client
+        self.hooks = hooks
+        self.on_role = on_role
+        self.lag_ms = int(config["replica.lag.time.max.ms"])
+        self.fetch_wait_ms = int(config["replica.fetch.wait.max.ms"])
+        self.fetch_max_bytes = int(config["replica.fetch.max.bytes"])
+        self.min_isr = int(config["min.insync.replicas"])
+        self.request_timeout = int(config["request.timeout.ms"]) / 1000.0
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.brokers: dict[int, str] = {}
+        self.controller_epoch = 0
+        self._lock = threading.RLock()
+        self._fetchers: dict[int, _Fetcher] = {}
+        self._data = threading.Condition()
+        self._stopped = threading.Event()
+        #: set while the process is "stopped" (in-process SIGSTOP): no fetching, no checks.
+        self.paused = threading.Event()
+        self._isr_thread = threading.Thread(target=self._isr_loop, daemon=True,
+                                            name=f"isr-expiration-{broker_id}")
+        self._isr_thread.start()
+
+    # ------------------------------------------------------------------ helpers
+    def address_of(self, broker_id: int) -> str | None:
+        return self.brokers.get(broker_id)
+
+    def _lock_of(self, tp: TopicPartition) -> threading.RLock:
+        p = self.partitions.get(tp)
+        return p.lock if p is not None else threading.RLock()
+
+    def _partition(self, tp: TopicPartition) -> Partition:
+        p = self.partitions.get(tp)
+        if p is None:
+            raise ApiError(f"broker {self.broker_id} has no replica of {tp}",
+                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return p
+
+    def _now(self) -> float:
+        return time.monotonic()
+
+    # ------------------------------------------------------------------ controller commands
+    def leader_and_isr(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply a LeaderAndIsr request: become leader or follower of each partition.
+
+        Entries older than what this broker knows (a lower leader epoch) are refused with
+        ``FENCED_LEADER_EPOCH``; a request from an older controller with
+        ``STALE_CONTROLLER_EPOCH``."""
+        cepoch = int(body.get("controller_epoch", 0))
+        if cepoch < self.controller_epoch:
+            raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
+                           ErrorCode.STALE_CONTROLLER_EPOCH)
+        self.controller_epoch = cepoch
+        if "brokers" in body:
+            self.brokers = {int(k): str(v) for k, v in body["brokers"].items()}
+        results = []
+        for e in body.get("partitions", []):
+            tp = TopicPartition(e["topic"], int(e["partition"]))
+            try:
+                self._apply(tp, e, cepoch)
+                code = ErrorCode.NONE
+            except ApiError as exc:
+                code = exc.code
+            except Exception as exc:
+                log.exception("broker %s: LeaderAndIsr for %s failed", self.broker_id, tp)
+                code = ErrorCode.UNKNOWN
+                del exc
+            results.append({"topic": tp.topic, "partition": tp.partition, "error": int(code)})
+        return {"partitions": results}
+
+    def _apply(self, tp: TopicPartition, e: Mapping[str, Any], cepoch: int) -> None:
+        leader, epoch = int(e["leader"]), int(e["leader_epoch"])
+        isr = tuple(int(b) for b in e["isr"])
+        replicas = tuple(int(b) for b in e["replicas"])
+        version = int(e.get("version", -1))
+        with self._lock:
+            p = self.partitions.get(tp)
+            if p is None:
+                log_dir = e.get("log_dir")
+                lg = self.log_manager.get_or_create_log(
+                    tp, log_dir=None if log_dir in (None, "any") else log_dir,
+                    overrides=e.get("config") or None)
+                p = Partition(tp, lg)
+                self.partitions[tp] = p
+            else:
+                log_dir = e.get("log_dir")
+                if log_dir not in (None, "any"):
+                    current = self.log_manager.log_dir_of(tp)
+                    target = self.log_manager.resolve_log_dir(log_dir)
+                    if target is not None and current is not None and target != current:
+                        self.log_manager.alter_replica_log_dirs({tp: target})
+        with p.lock:
+            if epoch < p.leader_epoch:
+                raise ApiError(f"{tp}: leader epoch {epoch} < {p.leader_epoch}",
+                               ErrorCode.FENCED_LEADER_EPOCH)
+            same_epoch = epoch == p.leader_epoch
+            p.replicas, p.controller_epoch = replicas, cepoch
+            if same_epoch and leader == p.leader and (leader == self.broker_id) == p.is_leader:
+                if version >= p.version:  # an ISR-only update from the controller
+                    p.isr, p.version = isr, version
+                    self._maybe_advance_hw(p)
+                return
+            p.leader, p.leader_epoch, p.isr, p.version = leader, epoch, isr, version
+            if leader == self.broker_id:
+                self._become_leader(p)
+            else:
+                self._become_follower(p)
+        if self.on_role is not None:
+            self.on_role(tp, "leader" if leader == self.broker_id else "follower", epoch)
+
+    def _become_leader(self, p: Partition) -> None:
+        self._remove_from_fetchers(p.tp)
+        p.is_leader = True
+        p.log.leader_epoch_cache.assign(p.leader_epoch, p.log.log_end_offset)
+        p.epoch_start_offset = p.log.log_end_offset
+        now = self._now()
+        p.followers = {r: _Follower(last_caught_up=now) for r in p.replicas
+                       if r != self.broker_id}
+        self._maybe_advance_hw(p)
+        p.cond.notify_all()
+        log.info("broker %s leads %s in epoch %d (isr %s)", self.broker_id, p.tp,
+                 p.leader_epoch, list(p.isr))
+
+    def _become_follower(self, p: Partition) -> None:
+        p.is_leader = False
+        p.followers = {}
+        p.cond.notify_all()
+        self._remove_from_fetchers(p.tp)
+        if p.leader >= 0:
+            with self._lock:
+                f = self._fetchers.get(p.leader)
+                if f is None or f.stop_event.is_set():
+                    f = self._fetchers[p.leader] = _Fetcher(self, p.leader)
+            f.add(p.tp, p.leader_epoch)
+
+    def _remove_from_fetchers(self, tp: TopicPartition) -> None:
+        with self._lock:
+            for f in self._fetchers.values():
+                f.remove(tp)
+
+    def stop_replica(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Stop (and with ``delete``, delete) replicas: document 003's StopReplica."""
+        cepoch = int(body.get("controller_epoch", 0))
+        if cepoch < self.controller_epoch:
+            raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
+                           ErrorCode.STALE_CONTROLLER_EPOCH)
+        out = []
+        for e in body.get("partitions", []):
+            tp = TopicPartition(e["topic"], int(e["partition"]))
+            self._remove_from_fetchers(tp)
+            with self._lock:
+                p = self.partitions.pop(tp, None)
+            if p is not None:
+                with p.lock:
+                    p.is_leader = False
+                    p.cond.notify_all()
+            if self.on_role is not None:
+                self.on_role(tp, "stopped", -1)
+            if body.get("delete"):
+                self.log_manager.delete_log(tp)
+            out.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
+        return {"partitions": out}
+
+    # ------------------------------------------------------------------ leader side
+    def _maybe_advance_hw(self, p: Partition) -> None:
+        if not p.is_leader:
+            return
+        ends = [p.log.log_end_offset]
+        for r in p.isr:
+            if r == self.broker_id:
+                continue
+            f = p.followers.get(r)
+            if f is None or f.leo < 0:
+                return
+            ends.append(f.leo)
+        new = min(ends)
+        if new > p.log.high_watermark:
+            p.log.update_high_watermark(new)
+            p.cond.notify_all()
+
+    def produce(self, tp: TopicPartition, records: bytes, acks: int,
+                timeout: float | None = None) -> tuple[int, int]:
+        """Append as leader; returns ``(base offset, last offset)``.
+
+        ``acks``: 0 or 1 return after the local append; -1 (all) waits until the high
+        watermark passes the records.
+
+        Raises:
+            ApiError: ``NOT_LEADER_OR_FOLLOWER``, ``NOT_ENOUGH_REPLICAS`` (ISR below
+                ``min.insync.replicas``, nothing appended), ``NOT_ENOUGH_REPLICAS_AFTER_APPEND``,
+                ``REQUEST_TIMED_OUT`` (appended, not known to be committed),
+                ``INVALID_REQUIRED_ACKS``.
+        """
+        if acks not in (-1, 0, 1):
+            raise ApiError(f"acks must be -1, 0 or 1, got {acks}", ErrorCode.INVALID_REQUIRED_ACKS)
+        p = self._partition(tp)
+        deadline = self._now() + (self.request_timeout if timeout is None else timeout)
+        with p.lock:
+            if not p.is_leader:
+                raise ApiError(f"broker {self.broker_id} is not the leader of {tp}",
+                               ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            if acks == -1 and len(p.isr) < self.min_isr:
+                raise ApiError(f"{tp}: ISR {list(p.isr)} is smaller than "
+                               f"min.insync.replicas={self.min_isr}",
+                               ErrorCode.NOT_ENOUGH_REPLICAS)
+            epoch = p.leader_epoch
+            info = p.log.append(records, leader_epoch=epoch)
+            self._maybe_advance_hw(p)
+        with self._data:
+            self._data.notify_all()
+        if acks != -1:
+            return info.first_offset, info.last_offset
+        with p.lock:
+            while True:
+                if p.log.high_watermark > info.last_offset and p.leader_epoch == epoch:
+                    if len(p.isr) < self.min_isr:
+                        raise ApiError(f"{tp}: ISR shrank below min.insync.replicas",
+                                       ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+                    return info.first_offset, info.last_offset
+                if not p.is_leader or p.leader_epoch != epoch:
+                    raise ApiError(f"broker {self.broker_id} lost the leadership of {tp} "
+                                   f"before the records were committed",
+                                   ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                left = deadline - self._now()
+                if left <= 0:
+                    raise ApiError(f"{tp}: records not replicated to the ISR in time",
+                                   ErrorCode.REQUEST_TIMED_OUT)
+                p.cond.wait(min(left, 0.5))
+
+    def fetch(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Serve a fetch: a follower's (``replica_id`` >= 0: reads up to the log end and
+        reports the follower's position) or a consumer's (-1: up to the high watermark)."""
+        replica_id = int(body.get("replica_id", -1))
+        max_bytes = int(body.get("max_bytes", 1 << 20))
+        max_wait = int(body.get("max_wait_ms", 0)) / 1000.0
+        deadline = self._now() + max_wait
+        while True:
+            entries, payload = self._fetch_once(replica_id, body["partitions"], max_bytes)
+            if payload or max_wait <= 0 or self._now() >= deadline or self._stopped.is_set():
+                return {"partitions": entries}, payload
+            if any(e["error"] != ErrorCode.NONE for e in entries):
+                return {"partitions": entries}, payload
+            with self._data:
+                self._data.wait(min(0.05, max(0.0, deadline - self._now())))
+
+    def _fetch_once(self, replica_id: int, parts: list[Mapping[str, Any]], max_bytes: int
+                    ) -> tuple[list[dict[str, Any]], bytes]:
+        entries: list[dict[str, Any]] = []
+        chunks: list[bytes] = []
+        for e in parts:
+            tp = TopicPartition(e["topic"], int(e["partition"]))
+            offset = int(e["offset"])
+            out: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition,
+                                   "error": 0, "size": 0}
+            entries.append(out)
+            p = self.partitions.get(tp)
+            if p is None:
+                out["error"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            with p.lock:
+                if not p.is_leader:
+                    out["error"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    continue
+                cur = e.get("current_leader_epoch")
+                if cur is not None and int(cur) >= 0 and int(cur) != p.leader_epoch:
+                    out["error"] = int(ErrorCode.FENCED_LEADER_EPOCH if int(cur) < p.leader_epoch
+                                       else ErrorCode.UNKNOWN_LEADER_EPOCH)
+                    continue
+                lg = p.log
+                out.update(leo=lg.log_end_offset, log_start=lg.log_start_offset)
+                if offset > lg.log_end_offset or offset < lg.log_start_offset:
+                    out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                    out["hw"] = lg.high_watermark
+                    continue
+                if replica_id >= 0:
+                    self._follower_fetched(p, replica_id, offset)
+                try:
+                    data = lg.read(offset, max_bytes, isolation="log_end" if replica_id >= 0
+                                   else "high_watermark")
+                except OffsetOutOfRangeError:
+                    out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                    out["hw"] = lg.high_watermark
+                    continue
+                records = bytes(data.records)
+                out.update(hw=lg.high_watermark, size=len(records))
+                chunks.append(records)
+        return entries, b"".join(chunks)
+
+    def _follower_fetched(self, p: Partition, r: int, offset: int) -> None:
+        f = p.followers.get(r)
+        if f is None:
+            if r not in p.replicas:
+                return
+            f = p.followers[r] = _Follower()
+        now = self._now()
+        leo = p.log.log_end_offset
+        if offset >= leo:
+            f.last_caught_up = now
+        elif offset >= f.last_fetch_leo >= 0:
+            f.last_caught_up = max(f.last_caught_up, f.last_fetch_time)
+        f.leo, f.last_fetch_leo, f.last_fetch_time = offset, leo, now
+        if (r not in p.isr and r in p.replicas and r in self.brokers
+                and offset >= p.log.high_watermark and offset >= p.epoch_start_offset):
+            self._write_isr(p, lambda isr: tuple(sorted({*isr, r})), f"{r} caught up")
+        self._maybe_advance_hw(p)
+
+    def _write_isr(self, p: Partition, change: Callable[[tuple[int, ...]], tuple[int, ...]],
+                   why: str) -> bool:
+        """Conditionally write ``change(current ISR)`` (the caller holds ``p.lock``). False
+        when the write failed; when it failed because another leader epoch was written, this
+        broker stops leading (a zombie)."""
+        for _ in range(3):
+            new_isr = change(p.isr)
+            if new_isr == p.isr or self.broker_id not in new_isr:
+                return False
+            st = PartitionState(self.broker_id, p.leader_epoch, new_isr, p.controller_epoch,
+                                p.version)
+            try:
+                version = self.metadata.store.set(state_path(p.tp), st.to_json(), p.version)
+            except BadVersionError:
+                try:
+                    cur = self.metadata.partition_state(p.tp)
+                except MetadataStoreError:
+                    return False
+                if cur is not None and cur.leader == self.broker_id and \
+                        cur.leader_epoch == p.leader_epoch:
+                    p.isr, p.version = cur.isr, cur.version  # the controller edited the ISR
+                    continue
+                log.warning("broker %s: cannot change the ISR of %s: leader epoch %d was "
+                            "replaced (now %s); it stops leading (fenced zombie leader)",
+                            self.broker_id, p.tp, p.leader_epoch,
+                            None if cur is None else cur.leader_epoch)
+                p.is_leader = False
+                p.cond.notify_all()
+                return False
+            except (NoNodeError, MetadataStoreError) as exc:
+                log.warning("broker %s: ISR write for %s failed: %s", self.broker_id, p.tp, exc)
+                return False
+            old = p.isr
+            p.isr, p.version = new_isr, version
+            log.info("broker %s: ISR of %s %s -> %s (%s)", self.broker_id, p.tp, list(old),
+                     list(new_isr), why)
+            if self.hooks is not None:
+                self.hooks.isr_changed(p.tp, list(new_isr), p.leader_epoch)
+            self._maybe_advance_hw(p)
+            p.cond.notify_all()
+            return True
+        return False
+
+    def _isr_loop(self) -> None:
+        interval = max(self.lag_ms / 2000.0, 0.02)
+        while not self._stopped.wait(interval):
+            if self.paused.is_set():
+                continue
+            try:
+                self.check_isr()
+            except Exception:
+                log.exception("broker %s: ISR check failed", self.broker_id)
+
+    def check_isr(self) -> None:
+        """Shrink the ISR of every led partition by the followers not caught up for
+        ``replica.lag.time.max.ms``."""
+        now = self._now()
+        for p in list(self.partitions.values()):
+            with p.lock:
+                if not p.is_leader:
+                    continue
+                lagging = [r for r in p.isr if r != self.broker_id and
+                           now - p.followers.get(r, _Follower()).last_caught_up
+                           > self.lag_ms / 1000.0]
+                if lagging:
+                    self._write_isr(p, lambda isr, out=tuple(lagging): tuple(
+                        r for r in isr if r not in out),
+                                    f"{lagging} not caught up for {self.lag_ms} ms")
+
+    def offsets_for_leader_epoch(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Where each requested epoch ends in the leader's log (follower truncation)."""
+        out = []
+        for e in body["partitions"]:
+            tp = TopicPartition(e["topic"], int(e["partition"]))
+            entry: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition, "error": 0}
+            out.append(entry)
+            p = self.partitions.get(tp)
+            if p is None:
+                entry["error"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            with p.lock:
+                cur = int(e.get("current_leader_epoch", -1))
+                if not p.is_leader:
+                    entry["error"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    continue
+                if cur >= 0 and cur != p.leader_epoch:
+                    entry["error"] = int(ErrorCode.FENCED_LEADER_EPOCH if cur < p.leader_epoch
+                                         else ErrorCode.UNKNOWN_LEADER_EPOCH)
+                    continue
+                epoch, end = p.log.leader_epoch_cache.end_offset_for(
+                    int(e["leader_epoch"]), p.log.log_end_offset)
+                entry.update(leader_epoch=epoch, end_offset=end)
+        return {"partitions": out}
+
+    # ------------------------------------------------------------------ inspection
+    def describe(self) -> list[dict[str, Any]]:
+        """Every hosted replica: role, epoch, ISR, offsets."""
+        out = []
+        for tp, p in sorted(self.partitions.items()):
+            with p.lock:
+                out.append({"topic": tp.topic, "partition": tp.partition,
+                            "leader": p.leader, "leader_epoch": p.leader_epoch,
+                            "is_leader": p.is_leader, "isr": list(p.isr),
+                            "replicas": list(p.replicas),
+                            "log_end_offset": p.log.log_end_offset,
+                            "high_watermark": p.log.high_watermark,
+                            "log_dir": str(self.log_manager.log_dir_of(tp) or "")})
+        return out
+
+    def shutdown(self) -> None:
+        """Stop the fetchers and the ISR checker, wake every waiting produce."""
+        self._stopped.set()
+        with self._lock:
+            fetchers = list(self._fetchers.values())
+            self._fetchers.clear()
+        for f in fetchers:
+            f.stop()
+        for p in list(self.partitions.values()):
+            with p.lock:
+                p.is_leader = False
+                p.cond.notify_all()
+        with self._data:
+            self._data.notify_all()
+        for f in fetchers:
+            if f.thread is not threading.current_thread():
+                f.thread.join(timeout=10)
+        self._isr_thread.join(timeout=5)
+
+
+__all__ = ["Partition", "ReplicaManager", "RoleListener"]

@@ -1,0 +1,221 @@
+"""botocore's exceptions as kafka-tiers storage errors, and secrets kept out of log lines.
+
+:func:`translate` maps one exception:
+
+======================================================  ===========================================
+botocore                                                kafka-tiers
+======================================================  ===========================================
+404 ``NoSuchKey`` / ``NotFound`` / ``NoSuchUpload``     :class:`RemoteResourceNotFoundError`
+404 ``NoSuchBucket``                                    :class:`RemoteStorageError`, not retriable
+                                                        (a configuration problem, not a missing
+                                                        segment)
+throttling (``SlowDown``, ``Throttling``, 429...),    :class:`RetriableRemoteStorageError`
+5xx, ``RequestTimeout``, ``OperationAborted``
+403, ``AccessDenied``, ``InvalidAccessKeyId``,          :class:`RemoteStorageError`, not
+``SignatureDoesNotMatch``, ``ExpiredToken``,            retriable, message starting "access
+``InvalidObjectState``, KMS refusals                    denied"
+connection refused/reset/closed, timeouts, a body cut   :class:`RetriableRemoteStorageError`
+short, the ``s3.api.call.timeout`` budget spent
+no credentials, TLS certificate errors, bad parameters  :class:`RemoteStorageError`, not retriable
+======================================================  ===========================================
+
+Messages name the operation, the bucket and the key, the S3 error code and HTTP status; they
+never carry a credential (every known secret value is replaced by ``<hidden>``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+
+from botocore import exceptions as bx
+
+from kafka_tiers.api import (
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    RetriableRemoteStorageError,
+)
+
+HIDDEN = "<hidden>"
+
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404", "NoSuchUpload"})
+THROTTLING_CODES = frozenset({
+    "SlowDown", "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
+    "RequestThrottledException", "TooManyRequestsException", "RequestLimitExceeded",
+    "BandwidthLimitExceeded", "LimitExceededException", "ProvisionedThroughputExceededException",
+})
+TRANSIENT_CODES = frozenset({
+    "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
+    "PriorRequestNotComplete", "OperationAborted", "ServerBusy",
+})
+ACCESS_CODES = frozenset({
+    "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccountProblem",
+    "AllAccessDisabled", "InvalidToken", "ExpiredToken", "TokenRefreshRequired",
+    "InvalidSecurity", "InvalidObjectState", "RequestTimeTooSkewed", "KMS.DisabledException",
+    "KMS.NotFoundException", "KMS.KMSInvalidStateException", "KMS.AccessDeniedException",
+    "UnauthorizedAccess", "Forbidden", "403",
+})
+
+
+class CallTimeoutError(Exception):
+    """An S3 call spent its ``s3.api.call.timeout`` budget: no further attempt was started."""
+
+
+def translate(exc: BaseException, *, bucket: str, key: str | None,
+              secrets: Iterable[str] = ()) -> RemoteStorageError | None:
+    """Map a botocore (or urllib3) exception to a kafka-tiers storage error.
+
+    Args:
+        exc: the exception.
+        bucket: the bucket the call was about.
+        key: the full object key (or prefix) it was about, if any.
+        secrets: values never to show.
+
+    Returns:
+        The error, or None for an exception that is not the S3 client's (the object-store
+        level's default mapping applies then).
+    """
+    where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+    hidden = tuple(s for s in secrets if s)
+
+    def scrub(text: str) -> str:
+        for secret in sorted(hidden, key=len, reverse=True):
+            text = text.replace(secret, HIDDEN)
+        return text
+
+    if isinstance(exc, bx.ClientError):
+        error = exc.response.get("Error", {}) or {}
+        meta = exc.response.get("ResponseMetadata", {}) or {}
+        code = str(error.get("Code") or "")
+        status = int(meta.get("HTTPStatusCode") or 0)
+        server_message = str(error.get("Message") or "").strip()
+        operation = getattr(exc, "operation_name", None) or "request"
+        detail = f"{code or 'error'}, HTTP {status or '?'}"
+        if server_message and server_message != code:
+            detail += f": {server_message[:200]}"
+        text = scrub(f"S3 {operation} of {where} failed ({detail})")
+        if code == "NoSuchBucket":
+            return RemoteStorageError(
+                scrub(f"bucket {bucket!r} does not exist (S3 {operation}, HTTP {status}): check "
+                      "s3.bucket.name, s3.region and s3.endpoint.url"),
+                resource=key, retriable=False)
+        if code in NOT_FOUND_CODES or (status == 404 and code not in ACCESS_CODES):
+            return RemoteResourceNotFoundError(text, resource=key)
+        if code in THROTTLING_CODES or status == 429:
+            return RetriableRemoteStorageError(f"throttled: {text}", resource=key)
+        if code in TRANSIENT_CODES or status >= 500:
+            return RetriableRemoteStorageError(text, resource=key)
+        if code in ACCESS_CODES or code.startswith("KMS.") or status == 403:
+            return RemoteStorageError(
+                f"access denied: {text}; check the credentials (aws.access.key.id, "
+                "aws.profile or the AWS default chain) and the bucket and KMS key policies",
+                resource=key, retriable=False)
+        return RemoteStorageError(text, resource=key, retriable=False)
+    if isinstance(exc, CallTimeoutError):
+        return RetriableRemoteStorageError(scrub(f"S3 call about {where}: {exc}"), resource=key)
+    if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError
+                  | bx.CredentialRetrievalError):
+        return RemoteStorageError(
+            scrub(f"no usable AWS credentials for {where} ({type(exc).__name__}): give "
+                  "aws.access.key.id and aws.secret.access.key, or aws.profile, or set up the "
+                  "AWS default chain (environment, shared files, instance role)"),
+            resource=key, retriable=False)
+    if isinstance(exc, bx.SSLError):
+        return RemoteStorageError(
+            scrub(f"TLS error talking to S3 about {where}: {exc} (for a test endpoint with a "
+                  "self-signed certificate, aws.certificate.check.enabled=false)"),
+            resource=key, retriable=False)
+    if isinstance(exc, bx.ConnectionError | bx.HTTPClientError | bx.ResponseStreamingError
+                  | bx.IncompleteReadError):
+        return RetriableRemoteStorageError(
+            scrub(f"S3 unreachable or the connection failed about {where}: "
+                  f"{type(exc).__name__}: {exc}"), resource=key)
+    if isinstance(exc, bx.ParamValidationError):
+        return RemoteStorageError(scrub(f"invalid S3 request about {where}: {exc}"),
+                                  resource=key, retriable=False)
+    try:  # raw urllib3 errors surface while a response body is read
+        from urllib3 import exceptions as ux
+    except ImportError:  # pragma: no cover - urllib3 comes with botocore
+        return None
+    if isinstance(exc, ux.ProtocolError | ux.ReadTimeoutError | ux.TimeoutError):
+        return RetriableRemoteStorageError(
+            scrub(f"S3 connection failed while reading {where}: {type(exc).__name__}: {exc}"),
+            resource=key)
+    if isinstance(exc, bx.BotoCoreError):
+        return RemoteStorageError(scrub(f"S3 client error about {where}: "
+                                        f"{type(exc).__name__}: {exc}"),
+                                  resource=key, retriable=False)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Secrets out of log lines
+
+
+class SecretRedactingFilter(logging.Filter):
+    """Replaces registered secret values with ``<hidden>`` in every record of the loggers it is
+    attached to. botocore logs request headers at DEBUG (the session token, the access key id in
+    the ``Authorization`` header); this keeps them out of every log line."""
+
+    def __init__(self) -> None:
+        super().__init__("kafka_tiers_s3.redact")
+        self._lock = threading.Lock()
+        self._owners: dict[int, tuple[str, ...]] = {}
+        self._secrets: tuple[str, ...] = ()
+
+    def register(self, owner: object, secrets: Iterable[str]) -> None:
+        """Hide ``secrets`` until :meth:`unregister` of the same owner."""
+        with self._lock:
+            self._owners[id(owner)] = tuple(s for s in secrets if s)
+            self._refresh()
+
+    def unregister(self, owner: object) -> None:
+        with self._lock:
+            self._owners.pop(id(owner), None)
+            self._refresh()
+
+    def _refresh(self) -> None:
+        every = {s for values in self._owners.values() for s in values}
+        self._secrets = tuple(sorted(every, key=len, reverse=True))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = self._secrets
+        if not secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is logging's business, not ours
+            return True
+        changed = message
+        for secret in secrets:
+            changed = changed.replace(secret, HIDDEN)
+        if changed != message:
+            record.msg, record.args = changed, None
+        return True
+
+
+REDACTOR = SecretRedactingFilter()
+
+#: The loggers that may see request details: the AWS SDK, its HTTP stack, and this plugin.
+LOGGER_PREFIXES = ("botocore", "boto3", "s3transfer", "urllib3", "kafka_tiers_s3")
+
+
+def install_redactor() -> None:
+    """Attach :data:`REDACTOR` to every existing logger under :data:`LOGGER_PREFIXES` (a filter
+    applies to records logged on its own logger only, so each one gets it)."""
+    manager = logging.Logger.manager
+    names = [n for n in list(manager.loggerDict) if n.split(".")[0] in LOGGER_PREFIXES]
+    for name in set(names) | set(LOGGER_PREFIXES):
+        logger = logging.getLogger(name)
+        if False:
+            logger.addFilter(REDACTOR)
+
+
+__all__ = [
+    "REDACTOR",
+    "CallTimeoutError",
+    "SecretRedactingFilter",
+    "install_redactor",
+    "translate",
+]

@@ -1,0 +1,122 @@
+"""``kafka-tiers remote ls|describe|cat|verify`` (human and JSON output, one-line errors) and the
+quick start's tiering section."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tiers.cli import cli
+from tests.broker.helpers import make_broker, produce, shutdown_brokers, tiered, value  # noqa: F401
+
+
+@pytest.fixture
+def tier(tmp_path):
+    """A remote tier holding the rolled segments of topic t, partition 0."""
+    broker, _, _ = make_broker(tmp_path, controlled=False)
+    tp = tiered(broker)
+    produce(broker, tp, 0, 40)
+    copied = broker.run_tiering()[tp].copied
+    broker.shutdown()
+    config = tmp_path / "tier.properties"
+    config.write_text(f"dir={tmp_path / 'remote'}\n")
+    return {"config": str(config), "copied": copied, "root": tmp_path / "remote"}
+
+
+def run(*args: str, code: int = 0):
+    result = CliRunner().invoke(cli, ["remote", *args])
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def base(tier, *extra: str) -> list[str]:
+    return ["--storage", "local", "--config", tier["config"], "--topic", "t", *extra]
+
+
+def test_ls_human_and_json(tier):
+    copied = tier["copied"]
+    doc = json.loads(run("ls", *base(tier, "--format", "json")))
+    assert doc["version"] == 1 and doc["topic"] == "t" and doc["partition"] == 0
+    assert [s["segment_id"] for s in doc["segments"]] == [m.segment_id for m in copied]
+    assert [s["start_offset"] for s in doc["segments"]] == [m.start_offset for m in copied]
+    assert doc["segments"][0]["size_bytes"] == copied[0].segment_size_in_bytes
+    assert doc["segments"][0]["leader_epochs"] == {"0": 0}
+    text = run("ls", *base(tier))
+    assert copied[0].segment_id in text and f"{len(copied)} segments" in text
+    empty = json.loads(run("ls", *base(tier, "--partition", "3", "--format", "json")))
+    assert empty["segments"] == []
+
+
+def test_describe_and_cat(tier):
+    md = tier["copied"][1]
+    doc = json.loads(run("describe", *base(tier, "--segment", md.segment_id,
+                                           "--format", "json")))
+    seg = doc["segment"]
+    assert seg["start_offset"] == md.start_offset and seg["end_offset"] == md.end_offset
+    assert seg["state"] == "COPY_SEGMENT_FINISHED"
+    assert {o["kind"] for o in seg["objects"]} >= {"log", "index", "timeindex", "manifest"} - {
+        "manifest"}
+    text = run("describe", *base(tier, "--segment", md.segment_id))
+    assert "start_offset" in text and md.segment_id in text and "sha256" in text
+    doc = json.loads(run("cat", *base(tier, "--segment", md.segment_id, "--format", "json",
+                                      "--max-records", "3")))
+    assert [r["offset"] for r in doc["records"]] == [md.start_offset + i for i in range(3)]
+    assert doc["records"][0]["value"]["text"] == value(md.start_offset).decode()
+    assert doc["records"][0]["key"]["text"] == f"k{md.start_offset}"
+    text = run("cat", *base(tier, "--segment", md.segment_id, "--from-offset",
+                            str(md.start_offset + 1), "--max-records", "1"))
+    assert text.startswith(f"offset={md.start_offset + 1} ")
+    assert value(md.start_offset + 1).decode() in text
+
+
+def test_verify_passes_then_detects_a_flipped_byte(tier):
+    doc = json.loads(run("verify", *base(tier, "--format", "json")))
+    assert doc["ok"] is True and all(s["ok"] for s in doc["segments"])
+    assert sum(s["records"] for s in doc["segments"]) == tier["copied"][-1].end_offset + 1
+    assert "all sound" in run("verify", *base(tier))
+    md = tier["copied"][1]
+    (log_file,) = [p for p in tier["root"].rglob(f"*{md.segment_id}.log")]
+    data = bytearray(log_file.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    log_file.write_bytes(bytes(data))
+    doc = json.loads(run("verify", *base(tier, "--format", "json"), code=1))
+    assert doc["ok"] is False
+    broken = [s for s in doc["segments"] if not s["ok"]]
+    assert [s["segment_id"] for s in broken] == [md.segment_id]
+    assert any("CRC mismatch" in p for p in broken[0]["problems"])
+    assert any("sha256" in p for p in broken[0]["problems"])
+    text = run("verify", *base(tier, "--segment", md.segment_id), code=1)
+    assert "BROKEN" in text and "problems found" in text
+
+
+def test_errors_are_one_line(tier, tmp_path):
+    res = subprocess.run([sys.executable, "-m", "kafka_tiers", "remote", "describe",
+                          *base(tier, "--segment", "nope")], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert res.stderr.strip().count("\n") == 0 and "no remote segment nope" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "kafka_tiers", "remote", "ls", "--storage",
+                          "nope", "--set", f"dir={tmp_path}", "--topic", "t"],
+                         capture_output=True, text=True)
+    assert res.returncode == 1 and res.stderr.startswith("error: ")
+    assert res.stderr.strip().count("\n") == 0
+
+
+def test_quickstart_shows_data_going_to_and_coming_back_from_the_remote_tier():
+    res = subprocess.run([sys.executable, "-m", "kafka_tiers", "quickstart", "--format", "json",
+                          "--partitions", "3", "--records", "400"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)["tiering"]
+    assert doc["copied_segments"] >= 2 and doc["local_segments_deleted"] >= 2
+    back = doc["read_back"]
+    assert back["matches"] is True and back["records"] == 400
+    assert back["from_remote"] > 0 and back["from_local"] > 0
+    assert [s["remote"] for s in doc["segments"]][-1] is False
+    assert all(s["remote"] and not s["local"] for s in doc["segments"][:-1])
+    res = subprocess.run([sys.executable, "-m", "kafka_tiers", "quickstart"],
+                         capture_output=True, text=True, timeout=120)
+    assert "from the remote tier" in res.stdout and "all match" in res.stdout

@@ -1,0 +1,189 @@
+"""The metadata store contract, run against the embedded store (always) and a real ZooKeeper
+(marked ``servers``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.cluster.embedded_store import JOURNAL, EmbeddedMetadataServer, EmbeddedStore
+from kafka_tiers.cluster.metadata_store import (
+    BadVersionError,
+    BrokerRegistration,
+    ClusterMetadata,
+    MetadataStore,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    Op,
+    PartitionState,
+    TopicAssignment,
+)
+from kafka_tiers.cluster.transport import wait_for
+
+
+@pytest.fixture(params=["embedded", pytest.param("zookeeper", marks=pytest.mark.servers)])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple]:
+    """A factory of sessions on one store, and a way to expire a session."""
+    made: list[MetadataStore] = []
+    if request.param == "embedded":
+        server = EmbeddedMetadataServer(tmp_path / "meta")
+
+        def make() -> MetadataStore:
+            s = EmbeddedStore(server, session_timeout_ms=300)
+            s.start()
+            made.append(s)
+            return s
+
+        def expire(s: MetadataStore) -> None:
+            assert isinstance(s, EmbeddedStore)
+            s.expire_now()
+    else:
+        from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+
+        zk = request.getfixturevalue("zookeeper_server")
+        chroot = f"/t{time.monotonic_ns()}"
+        admin = zk.client()
+        admin.ensure_path(chroot)
+        admin.stop()
+        admin.close()
+
+        def make() -> MetadataStore:
+            s = ZooKeeperStore(zk.connection_string + chroot, session_timeout_ms=4000)
+            s.start()
+            made.append(s)
+            return s
+
+        def expire(s: MetadataStore) -> None:
+            s.close()
+    yield make, expire
+    for s in made:
+        s.close()
+    if request.param == "embedded":
+        server.close()
+
+
+def test_versions_conditional_writes_and_multi(stores: tuple) -> None:
+    make, _ = stores
+    s = make()
+    s.create("/a/b", {"x": 1})
+    assert s.get("/a/b") == ({"x": 1}, 0)
+    assert s.set("/a/b", {"x": 2}, 0) == 1
+    with pytest.raises(BadVersionError):
+        s.set("/a/b", {"x": 3}, 0)
+    with pytest.raises(NodeExistsError):
+        s.create("/a/b", {})
+    with pytest.raises(NotEmptyError):
+        s.delete("/a")
+    s.create("/a/c", [1])
+    with pytest.raises(BadVersionError):  # all or nothing
+        s.multi([Op.set("/a/c", [2]), Op.set("/a/b", {"x": 9}, 0)])
+    assert s.get("/a/c") == ([1], 0)
+    assert s.multi([Op.set("/a/c", [2], 0), Op.create("/a/d", "new"),
+                    Op.delete("/a/b", 1)])[:2] == [1, 0]
+    assert s.children("/a") == ["c", "d"]
+    with pytest.raises(NoNodeError):
+        s.get("/a/b")
+    s.delete("/a", recursive=True)
+    assert s.exists("/a") is None
+
+
+def test_ephemeral_nodes_go_with_the_session_and_watches_fire(stores: tuple) -> None:
+    make, expire = stores
+    owner, watcher = make(), make()
+    watcher.ensure_path("/brokers/ids")
+    seen: list[list[str]] = []
+    lock = threading.Lock()
+
+    def on_change(path: str) -> None:
+        with lock:
+            seen.append(watcher.children(path))
+
+    watcher.watch_children("/brokers/ids", on_change)
+    owner.create("/brokers/ids/1", {"host": "127.0.0.1"}, ephemeral=True)
+    assert wait_for(lambda: ["1"] in seen, 10)
+    expire(owner)
+    assert wait_for(lambda: watcher.exists("/brokers/ids/1") is None, 15)
+    assert wait_for(lambda: bool(seen) and seen[-1] == [], 10)
+
+
+def test_cluster_metadata_controller_election_and_batched_state_writes(stores: tuple) -> None:
+    make, expire = stores
+    a, b = ClusterMetadata(make()), ClusterMetadata(make())
+    a.ensure_layout()
+    assert a.try_become_controller(1) == 1
+    assert b.try_become_controller(2) is None
+    assert b.controller() == (1, 1)
+    expire(a.store)
+    assert wait_for(lambda: b.controller() is None, 15)
+    assert b.try_become_controller(2) == 2
+    b.register_broker(BrokerRegistration(2, "127.0.0.1", 9092, "/dc1/r1"))
+    assert b.live_brokers()[2].rack == "/dc1/r1"
+    asg = TopicAssignment("t", {0: (2, 3), 1: (3, 2)})
+    states = {0: PartitionState(2, 0, (2, 3)), 1: PartitionState(3, 0, (3, 2))}
+    b.store.multi(b.create_topic_ops(asg, states))
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    cur = {tp: b.partition_state(tp) for tp in (tp0, tp1)}
+    assert cur[tp0] is not None and cur[tp0].version == 0
+    # a leader's ISR write lands first: the controller's batch falls back per partition
+    b.store.set(f"/brokers/topics/t/partitions/1/state",
+                PartitionState(3, 0, (3,)).to_json(), 0)
+    new = {tp0: PartitionState(3, 1, (3,), 2, 0), tp1: PartitionState(2, 1, (2,), 2, 0)}
+    written, failed = b.write_states(new, batch=True)
+    assert failed == [tp1] and written[tp0].version == 1
+    got = b.partition_state(tp0)
+    assert got is not None and (got.leader, got.leader_epoch, got.isr) == (3, 1, (3,))
+
+
+def test_embedded_store_survives_a_restart_and_a_torn_journal(tmp_path: Path) -> None:
+    server = EmbeddedMetadataServer(tmp_path / "m")
+    s = EmbeddedStore(server)
+    s.start()
+    s.create("/keep", {"v": 1})
+    s.set("/keep", {"v": 2})
+    s.create("/eph", 1, ephemeral=True)
+    s.close()
+    server.close()
+    with open(tmp_path / "m" / JOURNAL, "ab") as fh:
+        fh.write(b'[["put","/half"')  # a crash mid-write
+    server = EmbeddedMetadataServer(tmp_path / "m")
+    s = EmbeddedStore(server)
+    s.start()
+    try:
+        assert s.get("/keep") == ({"v": 2}, 1)
+        assert s.exists("/eph") is None and s.exists("/half") is None
+        server.compact_bytes = 0  # the next write folds the journal into a snapshot
+        s.create("/more", 3)
+    finally:
+        s.close()
+        server.close()
+    server = EmbeddedMetadataServer(tmp_path / "m")
+    try:
+        assert server.read("/more")[1] == 0 and server.read("/keep")[1] == 1
+        assert (tmp_path / "m" / JOURNAL).stat().st_size == 0
+    finally:
+        server.close()
+
+
+def test_suspended_session_expires_and_reconnects(tmp_path: Path) -> None:
+    server = EmbeddedMetadataServer(None)
+    s = EmbeddedStore(server, session_timeout_ms=200)
+    events: list[str] = []
+    s.on_session_event(events.append)
+    s.start()
+    try:
+        s.create("/x", 1, ephemeral=True)
+        s.suspend()
+        assert wait_for(lambda: "expired" in events, 5)
+        assert s.exists("/x") is None
+        s.resume()
+        assert wait_for(lambda: "reconnected" in events, 5)
+        s.create("/x", 2, ephemeral=True)
+    finally:
+        s.close()
+        server.close()
