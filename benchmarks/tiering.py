@@ -6,8 +6,8 @@ segment against fetching the whole segment.
   copied by the remote log manager (fresh segment id, data and index objects written to
   temporary files, fsynced and renamed, sha256 of each, manifest last) through the core's
   wrapper; baseline: the same files (log, offset index, time index, producer snapshot) copied
-  with plain ``read``/``write`` into a directory, each fsynced. Three interleaved rounds, the
-  medians reported.
+  with plain ``read``/``write`` into a directory, each fsynced. Three rounds, alternating which
+  goes first; the medians reported.
 * remote read: ``Broker.fetch(tp, offset, max_bytes=1)`` of a batch in the middle of the
   remote segment (the offset index fetched once into the cache, then a ranged read); bytes of
   the log fetched from the remote tier and latency (the first read, index included, and the
@@ -117,15 +117,23 @@ def main(argv: list[str] | None = None) -> int:
             seg = broker.log(tp).inactive_segments()[0]
             files = [p for p in (seg.log_path, seg.offset_index_path, seg.time_index_path,
                                  seg.producer_snapshot_path) if p is not None]
-            start = time.perf_counter()
-            copied_bytes = plain_copy(files, work / "plain")
-            plain_rates.append(copied_bytes / MIB / (time.perf_counter() - start))
-            start = time.perf_counter()
-            result = broker.run_tiering()[tp]
-            elapsed = time.perf_counter() - start
-            if result.error is not None or len(result.copied) != 1:
-                raise RuntimeError(f"the copy failed: {result.error}")
-            copy_rates.append(copied_bytes / MIB / elapsed)
+            copied_bytes = sum(p.stat().st_size for p in files)
+
+            def plain(files: list[Path] = files, copied_bytes: int = copied_bytes) -> None:
+                start = time.perf_counter()
+                plain_copy(files, work / "plain")
+                plain_rates.append(copied_bytes / MIB / (time.perf_counter() - start))
+
+            def tiered(broker: Broker = broker, copied_bytes: int = copied_bytes) -> None:
+                start = time.perf_counter()
+                result = broker.run_tiering()[tp]
+                elapsed = time.perf_counter() - start
+                if result.error is not None or len(result.copied) != 1:
+                    raise RuntimeError(f"the copy failed: {result.error}")
+                copy_rates.append(copied_bytes / MIB / elapsed)
+
+            for step in ((plain, tiered) if round_no % 2 == 0 else (tiered, plain)):
+                step()  # the order alternates, so neither always runs on a warmer cache
             # local retention's step: the copied segment leaves the local disk
             lg = broker.log(tp)
             lg.advance_local_log_start_offset(lg.segment_bases()[-1])

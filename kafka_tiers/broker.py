@@ -471,9 +471,20 @@ class Broker:
         self._require_started()
         info = self._topic(name)
         tps = [TopicPartition(name, p) for p in range(info.partitions)]
-        if self.rlm is not None:
-            for tp in tps:
-                self.rlm.stop_partition(tp, delete=info.tiered)
+        rlm = self.rlm
+        if rlm is not None:
+            try:
+                for tp in tps:
+                    rlm.stop_partition(tp, delete=info.tiered)
+            except RemoteStorageError:
+                for tp in tps:  # the topic stays: its partitions go on being tiered
+                    state = self._partitions.get(tp)
+                    if info.tiered and state is not None and tp not in rlm.partitions():
+                        if state.leader:
+                            rlm.become_leader(tp, state.leader_epoch)
+                        else:
+                            rlm.become_follower(tp)
+                raise
         with self._lock:
             assert self.log_manager is not None
             for tp in tps:

@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "remote": "kafka_tiers.cli.remote:remote",
     "log-dirs": "kafka_tiers.cli.log_dirs:log_dirs",
     "reassign": "kafka_tiers.cli.reassign:reassign",
+    "broker": "kafka_tiers.cli.broker:broker",
+    "cluster": "kafka_tiers.cli.cluster:cluster",
+    "topics": "kafka_tiers.cli.cluster:topics",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -42,6 +45,9 @@ SUMMARIES: dict[str, str] = {
     "remote": "List, describe, print and verify a partition's remote segments.",
     "log-dirs": "Describe a broker's log dirs (JBOD) and plan moves between them.",
     "reassign": "Move replicas between log dirs (--execute, --verify).",
+    "broker": "Run one cluster broker (broker start --config server.properties).",
+    "cluster": "Run a cluster in one process; describe it, reassign, elect leaders.",
+    "topics": "Create, describe and delete a cluster's topics; produce and consume.",
 }
 
 

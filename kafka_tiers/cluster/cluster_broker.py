@@ -137,7 +137,8 @@ class ClusterBroker:
                 self._start_remote()
             self.replicas = ReplicaManager(self.broker_id, self.log_manager, self.metadata,
                                            self.client, cfg, hooks=self.hooks,
-                                           on_role=self._on_role)
+                                           on_role=self._on_role,
+                                           remote_reader=self._read_remote)
             self._register_handlers()
             if self.network is not None:
                 self.address = f"{INPROC_HOST}:{19000 + self.broker_id}"
@@ -187,11 +188,8 @@ class ClusterBroker:
         from kafka_tiers.log.config import LogConfig
         from kafka_tiers.remote.config import resolve_topic_tiering
 
-        topic_cfg = self.controller.topic_configs.get(tp.topic) if self.controller else None
-        if topic_cfg is None and self.metadata is not None:
-            asg = self.metadata.topic(tp.topic)
-            topic_cfg = dict(asg.config) if asg is not None else {}
-        topic_cfg = topic_cfg or {}
+        part = self.replicas.partitions.get(tp) if self.replicas is not None else None
+        topic_cfg = part.topic_config if part is not None else {}
         lc = LogConfig.from_broker(self.config, topic_cfg)
         return resolve_topic_tiering(self.config, topic_cfg, retention_ms=lc.retention_ms,
                                      retention_bytes=lc.retention_bytes)
@@ -215,6 +213,17 @@ class ClusterBroker:
                 rlm.become_leader(tp, epoch)
             else:
                 rlm.become_follower(tp)
+
+    def _read_remote(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | None:
+        """Batches below the local log of a tiered partition, from the remote tier."""
+        from kafka_tiers.api.errors import RemoteResourceNotFoundError
+
+        if self.rlm is None or not self._tiered(tp):
+            return None
+        try:
+            return bytes(self.rlm.read(tp, offset, max_bytes).records)
+        except RemoteResourceNotFoundError:
+            return None
 
     def _delete_unassigned(self) -> None:
         assert self.metadata is not None and self.log_manager is not None

@@ -361,7 +361,7 @@ class Controller:
         if not changes:
             return
         writes_before = len(changes)
-        written = self._write(changes)
+        written = self._write(changes, lambda tp, cur: self._failover_state(tp, cur, dead))
         t1 = time.monotonic()
         self._commit_states(written)
         self._send_leader_and_isr(written)
@@ -392,10 +392,11 @@ class Controller:
             return PartitionState(-1, st.leader_epoch + 1, keep, self.epoch, st.version)
         return PartitionState(leader, st.leader_epoch + 1, new_isr, self.epoch, st.version)
 
-    def _write(self, changes: Mapping[TopicPartition, PartitionState]
+    def _write(self, changes: Mapping[TopicPartition, PartitionState],
+               decide: Callable[[TopicPartition, PartitionState], PartitionState | None]
                ) -> dict[TopicPartition, PartitionState]:
-        """Conditional writes; partitions whose version moved (a leader's ISR change) are
-        re-read and decided again."""
+        """Conditional writes; partitions whose version moved (a leader changed the ISR
+        since the controller read it) are re-read and ``decide``d again on the fresh state."""
         written: dict[TopicPartition, PartitionState] = {}
         pending = dict(changes)
         for _ in range(5):
@@ -410,12 +411,10 @@ class Controller:
                 cur = self.metadata.partition_state(tp)
                 if cur is None:
                     continue
-                want = changes[tp]
-                pending[tp] = PartitionState(
-                    want.leader, max(want.leader_epoch, cur.leader_epoch +
-                                     (1 if want.leader != cur.leader else 0)),
-                    tuple(b for b in (cur.isr if want.leader == cur.leader else want.isr)
-                          if b in self.live), self.epoch, cur.version)
+                self.states[tp] = cur
+                again = decide(tp, cur)
+                if again is not None:
+                    pending[tp] = again
         return written
 
     def _commit_states(self, written: Mapping[TopicPartition, PartitionState]) -> None:
@@ -438,7 +437,8 @@ class Controller:
             "topic": tp.topic, "partition": tp.partition, "leader": st.leader,
             "leader_epoch": st.leader_epoch, "isr": list(st.isr),
             "replicas": list(self.assignments.get(tp, ())), "version": st.version,
-            "config": self.topic_configs.get(tp.topic, {})}
+            "config": local_log_overrides(self.topic_configs.get(tp.topic, {})),
+            "topic_config": self.topic_configs.get(tp.topic, {})}
         if log_dir is not None:
             e["log_dir"] = log_dir
         return e
@@ -507,6 +507,8 @@ class Controller:
 
         validate_topic(topic)
         exists = topic in self.topic_configs
+        if not exists:
+            config = topic_log_config(self.core.config, topic, config or {})
         view = self.cluster_view()
         if assignment is not None:
             plan = {TopicPartition(topic, int(p)): [int(b) for b in r]
@@ -588,23 +590,37 @@ class Controller:
         in the ISR; returns ``{partition: outcome}``."""
         out: dict[str, str] = {}
         changes: dict[TopicPartition, PartitionState] = {}
-        for tp in (list(self.states) if tps is None else list(tps)):
-            st = self.states.get(tp)
-            reps = self.assignments.get(tp)
-            if st is None or not reps:
-                out[str(tp)] = "unknown partition"
-                continue
-            pref = reps[0]
+
+        def decide(tp: TopicPartition, st: PartitionState) -> PartitionState | None:
+            pref = self.assignments[tp][0]
             if st.leader == pref:
                 out[str(tp)] = "election not needed"
             elif pref in st.isr and self._eligible(pref):
-                changes[tp] = PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
-                                             st.version)
                 out[str(tp)] = f"leader {st.leader} -> {pref}"
+                return PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
+                                      st.version)
             else:
                 out[str(tp)] = f"preferred replica {pref} not alive or not in the ISR"
+            return None
+
+        for tp in (list(self.states) if tps is None else list(tps)):
+            st = self.states.get(tp)
+            if st is None or not self.assignments.get(tp):
+                out[str(tp)] = "unknown partition"
+                continue
+            # the ISR in the store may be newer than the controller's copy
+            fresh = self.metadata.partition_state(tp) if st.leader != \
+                self.assignments[tp][0] else st
+            if fresh is not None:
+                self.states[tp] = fresh
+                new = decide(tp, fresh)
+                if new is not None:
+                    changes[tp] = new
         if changes:
-            written = self._write(changes)
+            written = self._write(changes, decide)
+            for tp in changes:
+                if tp not in written:
+                    out[str(tp)] = "not elected (the state kept changing)"
             self._commit_states(written)
             self._send_leader_and_isr(written)
         return out
@@ -614,20 +630,30 @@ class Controller:
         the partitions it still leads (no other ISR replica)."""
         self.shutting_down.add(broker_id)
         changes: dict[TopicPartition, PartitionState] = {}
-        for tp, st in self.states.items():
-            if broker_id not in self.assignments.get(tp, ()):
-                continue
+
+        def decide(tp: TopicPartition, st: PartitionState) -> PartitionState | None:
             if st.leader == broker_id:
                 leader, isr, _ = self.elect_leader(tp, st.isr, exclude=[broker_id])
                 if leader < 0:
-                    continue
-                changes[tp] = PartitionState(leader, st.leader_epoch + 1, isr, self.epoch,
-                                             st.version)
-            elif broker_id in st.isr and st.leader >= 0:
-                changes[tp] = PartitionState(st.leader, st.leader_epoch,
-                                             tuple(b for b in st.isr if b != broker_id),
-                                             self.epoch, st.version)
-        written = self._write(changes) if changes else {}
+                    return None
+                return PartitionState(leader, st.leader_epoch + 1, isr, self.epoch, st.version)
+            if broker_id in st.isr and st.leader >= 0:
+                return PartitionState(st.leader, st.leader_epoch,
+                                      tuple(b for b in st.isr if b != broker_id),
+                                      self.epoch, st.version)
+            return None
+
+        for tp in list(self.states):
+            if broker_id not in self.assignments.get(tp, ()):
+                continue
+            fresh = self.metadata.partition_state(tp)
+            if fresh is None:
+                continue
+            self.states[tp] = fresh
+            new = decide(tp, fresh)
+            if new is not None:
+                changes[tp] = new
+        written = self._write(changes, decide) if changes else {}
         self._commit_states(written)
         self._send_leader_and_isr(written)
         remaining = [str(tp) for tp, st in self.states.items() if st.leader == broker_id]
@@ -685,7 +711,7 @@ class Controller:
                 return False
         new = PartitionState(leader, epoch, tuple(b for b in st.isr if b in target),
                              self.epoch, st.version)
-        written = self._write({tp: new})
+        written = self._write({tp: new}, lambda _tp, _cur: None)
         if tp not in written:
             return False
         removed = [b for b in self.assignments[tp] if b not in target]
@@ -750,9 +776,44 @@ class Controller:
         }
 
 
+def topic_log_config(broker: Mapping[str, Any], topic: str, config: Mapping[str, str]
+                     ) -> dict[str, str]:
+    """Validate a new topic's topic-level config (log keys and tiering keys).
+
+    Raises:
+        ConfigError: an unknown key or a bad value (one line naming the key).
+    """
+    from kafka_tiers.api.errors import ConfigError
+    from kafka_tiers.broker import TOPIC_CONFIG_KEYS
+    from kafka_tiers.log.config import LogConfig
+    from kafka_tiers.remote.config import resolve_topic_tiering
+
+    cfg = {str(k): str(v) for k, v in config.items()}
+    unknown = sorted(set(cfg) - TOPIC_CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown topic config key {unknown[0]} for topic {topic}",
+                          key=unknown[0])
+    lc = LogConfig.from_broker(broker, cfg)
+    resolve_topic_tiering(broker, cfg, retention_ms=lc.retention_ms,
+                          retention_bytes=lc.retention_bytes)
+    return cfg
+
+
+def local_log_overrides(config: Mapping[str, str]) -> dict[str, str]:
+    """The log keys of a topic's config for its local logs; a tiered topic's local logs keep
+    everything (the remote log manager applies local and total retention)."""
+    from kafka_tiers.log.config import _TOPIC_KEYS
+
+    out = {k: v for k, v in config.items() if k in _TOPIC_KEYS}
+    if str(config.get("remote.storage.enable", "false")).lower() == "true":
+        out.update({"retention.ms": "-1", "retention.bytes": "-1"})
+    return out
+
+
 def partition_state_path(tp: TopicPartition) -> str:
     """Where a partition's state lives (document 003)."""
     return state_path(tp)
 
 
-__all__ = ["Controller", "FailoverStats", "address_of", "partition_state_path"]
+__all__ = ["Controller", "FailoverStats", "address_of", "local_log_overrides",
+           "partition_state_path", "topic_log_config"]

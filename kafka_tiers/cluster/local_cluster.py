@@ -47,6 +47,8 @@ class LocalCluster:
         metadata_store: ``"embedded"`` or ``"zookeeper"`` (then give ``zookeeper_connect``).
         log_dirs_per_broker: JBOD: log dirs per broker.
         hooks: one hook facade for every broker.
+        fast_failure: use :data:`FAST_FAILURE` (failures noticed in about a second).
+        base_port: with TCP, broker n listens on ``base_port + n - 1`` (0: any free port).
     """
 
     def __init__(self, directory: str | Path, brokers: int = 3, *,
@@ -54,7 +56,7 @@ class LocalCluster:
                  overrides: Mapping[str, str] | None = None, transport: str = "loopback",
                  metadata_store: str = "embedded", zookeeper_connect: str | None = None,
                  log_dirs_per_broker: int = 1, hooks: Hooks | None = None,
-                 fast_failure: bool = True) -> None:
+                 fast_failure: bool = True, base_port: int = 0) -> None:
         if transport not in ("loopback", "tcp"):
             raise ValueError(f"transport must be loopback or tcp, got {transport!r}")
         self.directory = Path(directory)
@@ -67,6 +69,7 @@ class LocalCluster:
         self.zookeeper_connect = zookeeper_connect
         self.log_dirs_per_broker = log_dirs_per_broker
         self.hooks = hooks
+        self.base_port = base_port
         self.network = LoopbackNetwork() if transport == "loopback" else None
         self.embedded: EmbeddedMetadataServer | None = None
         self.brokers: dict[int, ClusterBroker] = {}
@@ -76,7 +79,8 @@ class LocalCluster:
         """The raw config of broker ``broker_id``."""
         base = self.directory / f"broker-{broker_id}"
         dirs = [str(base / f"data-{i}") for i in range(self.log_dirs_per_broker)]
-        cfg = {"broker.id": str(broker_id), "log.dirs": ",".join(dirs), "port": "0",
+        port = self.base_port + broker_id - 1 if self.base_port else 0
+        cfg = {"broker.id": str(broker_id), "log.dirs": ",".join(dirs), "port": str(port),
                "metadata.store": self.metadata_store,
                "metadata.dir": str(self.directory / "metadata")}
         if self.racks:

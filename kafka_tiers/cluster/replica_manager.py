@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 
 #: callback for role changes: (partition, "leader"|"follower"|"stopped", leader epoch).
 RoleListener = Callable[[TopicPartition, str, int], None]
+#: reads record batches of a tiered partition from the remote tier (below the local log):
+#: (partition, offset, max bytes) -> batches, or None when the partition is not tiered.
+RemoteReader = Callable[[TopicPartition, int, int], bytes | None]
 
 
 @dataclass
@@ -80,6 +83,7 @@ class Partition:
     controller_epoch: int = 0
     is_leader: bool = False
     epoch_start_offset: int = 0
+    topic_config: dict[str, str] = field(default_factory=dict)
     followers: dict[int, _Follower] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     cond: threading.Condition = field(init=False)
@@ -225,9 +229,12 @@ class _Fetcher:
             if err == ErrorCode.OFFSET_OUT_OF_RANGE:
                 with rm._lock_of(tp):
                     p = self._still(tp, st)
-                    if p is not None and p.log.log_end_offset < int(entry["log_start"]):
-                        p.log.truncate_fully_and_start_at(int(entry["log_start"]))
-                    else:
+                    # below the leader's local log (tiered: the rest is in the remote tier,
+                    # which followers list themselves): start at the leader's local start
+                    start = int(entry.get("local_log_start", entry.get("log_start", 0)))
+                    if p is not None and p.log.log_end_offset < start:
+                        p.log.truncate_fully_and_start_at(start)
+                    elif p is not None:
                         st.truncated = False
                 continue
             if err != ErrorCode.NONE:
@@ -268,17 +275,20 @@ class ReplicaManager:
         config: the broker config (replication keys).
         hooks: for ``isr_changed``.
         on_role: called after every role change (tiered storage follows it).
+        remote_reader: serves consumer reads below the local log of tiered partitions.
     """
 
     def __init__(self, broker_id: int, log_manager: LogManager, metadata: ClusterMetadata,
                  client: Client, config: Mapping[str, Any], *, hooks: Hooks | None = None,
-                 on_role: RoleListener | None = None) -> None:
+                 on_role: RoleListener | None = None,
+                 remote_reader: RemoteReader | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata = metadata
         self.client = client
         self.hooks = hooks
         self.on_role = on_role
+        self.remote_reader = remote_reader
         self.lag_ms = int(config["replica.lag.time.max.ms"])
         self.fetch_wait_ms = int(config["replica.fetch.wait.max.ms"])
         self.fetch_max_bytes = int(config["replica.fetch.max.bytes"])
@@ -365,6 +375,7 @@ class ReplicaManager:
                     target = self.log_manager.resolve_log_dir(log_dir)
                     if target is not None and current is not None and target != current:
                         self.log_manager.alter_replica_log_dirs({tp: target})
+        p.topic_config = dict(e.get("topic_config") or {})
         with p.lock:
             if epoch < p.leader_epoch:
                 raise ApiError(f"{tp}: leader epoch {epoch} < {p.leader_epoch}",
@@ -543,13 +554,22 @@ class ReplicaManager:
                                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
                     continue
                 lg = p.log
-                out.update(leo=lg.log_end_offset, log_start=lg.log_start_offset)
+                out.update(leo=lg.log_end_offset, log_start=lg.log_start_offset,
+                           local_log_start=lg.local_log_start_offset, hw=lg.high_watermark)
                 if offset > lg.log_end_offset or offset < lg.log_start_offset:
                     out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-                    out["hw"] = lg.high_watermark
                     continue
                 if replica_id >= 0:
                     self._follower_fetched(p, replica_id, offset)
+                    if offset < lg.local_log_start_offset:  # the follower starts locally
+                        out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                        continue
+                elif offset < lg.local_log_start_offset and self.remote_reader is not None:
+                    remote = self.remote_reader(tp, offset, max_bytes)
+                    if remote is not None:
+                        out.update(size=len(remote), tier="remote")
+                        chunks.append(remote)
+                        continue
                 try:
                     data = lg.read(offset, max_bytes, isolation="log_end" if replica_id >= 0
                                    else "high_watermark")

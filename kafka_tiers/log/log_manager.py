@@ -691,11 +691,14 @@ class LogManager:
         return not self._bg_thread.is_alive()
 
     # ------------------------------------------------------------------ checkpoints
-    def checkpoint(self) -> None:
-        """Write the recovery points, log start offsets and high watermarks of every dir."""
+    def checkpoint(self, log_dirs: Iterable[Path] | None = None) -> None:
+        """Write the recovery points, log start offsets and high watermarks of every dir (or
+        of ``log_dirs``)."""
         failed: list[tuple[Path, OSError]] = []
+        wanted = self.log_dirs if log_dirs is None else [d for d in self.log_dirs
+                                                          if d in set(log_dirs)]
         with self._lock:
-            for log_dir in self.log_dirs:
+            for log_dir in wanted:
                 if log_dir in self.failure.offline:
                     continue
                 tps = [tp for tp, d in self._log_dir_of.items() if d == log_dir]

@@ -592,7 +592,7 @@ class ReplicaMover:
         self.deleter.schedule(doomed)
         move.status.bytes_total = max(move.status.bytes_total, move.status.bytes_copied)
         with contextlib.suppress(Exception):
-            manager.checkpoint()
+            manager.checkpoint([move.source_dir, move.dest_dir])
         if manager.hooks is not None:
             manager.hooks.replica_moved(tp, str(move.source_dir), str(move.dest_dir))
         logger.info("moved %s from %s to %s", tp, move.source_dir, move.dest_dir)

@@ -210,6 +210,21 @@ def shutdown_brokers() -> Iterator[None]:
             broker.shutdown()
 
 
+_BASELINE: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def thread_baseline() -> None:
+    """Remember the threads alive when the test starts (see :func:`new_threads`)."""
+    _BASELINE.clear()
+    _BASELINE.update(threading.enumerate())
+
+
+def new_threads() -> list[str]:
+    """Names of the threads alive now that were not when the test started."""
+    return sorted(t.name for t in threading.enumerate() if t not in _BASELINE and t.is_alive())
+
+
 def value(i: int, size: int = 200) -> bytes:
     """The value of record ``i``."""
     return (f"value-{i:06d}-".encode() * (size // 13 + 1))[:size]
@@ -247,5 +262,17 @@ def read_values(broker: Broker, tp: TopicPartition, start: int, end: int,
     return out
 
 
-__all__ = ["STARTED", "ControlledStore", "Recorder", "local_plugin", "make_broker", "produce",
-           "read_values", "shutdown_brokers", "tiered", "value"]
+__all__ = [
+    "STARTED",
+    "ControlledStore",
+    "Recorder",
+    "local_plugin",
+    "make_broker",
+    "new_threads",
+    "produce",
+    "read_values",
+    "shutdown_brokers",
+    "thread_baseline",
+    "tiered",
+    "value",
+]

@@ -4,19 +4,23 @@ topic deletion, hooks, metrics, config errors, threads."""
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
-from kafka_tiers.api import ConfigError, TopicPartition
+from kafka_tiers.api import ConfigError, RemoteStorageError, TopicPartition
 from kafka_tiers.broker import TOPICS_FILE, Broker, NotLeaderError, TopicExistsError
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.remote.metrics import prometheus_name
-from tests.broker.helpers import make_broker, produce, read_values, shutdown_brokers, tiered, value  # noqa: F401
-
-
-def _threads() -> set[str]:
-    return {t.name for t in threading.enumerate() if t.name.startswith("kafka-tiers")}
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    new_threads,
+    produce,
+    read_values,
+    shutdown_brokers,  # noqa: F401
+    thread_baseline,  # noqa: F401
+    tiered,
+    value,
+)
 
 
 def test_tiering_end_to_end_and_restart(tmp_path):
@@ -41,7 +45,7 @@ def test_tiering_end_to_end_and_restart(tmp_path):
     ids = [m.segment_id for m in broker.rlm.remote_segments(tp)]
     broker.shutdown()
     assert rec.of("broker_stopping") == [(1, True)]
-    assert not _threads()
+    assert not new_threads()
 
     again, _, _ = make_broker(tmp_path)
     assert [m.segment_id for m in again.rlm.remote_segments(tp)] == ids
@@ -106,6 +110,22 @@ def test_topic_deletion_removes_remote_data_and_fires_hooks(tmp_path):
     again.shutdown()
 
 
+def test_topic_deletion_while_the_remote_tier_is_down_keeps_the_topic(tmp_path):
+    broker, store, _ = make_broker(tmp_path)
+    tp = tiered(broker)
+    produce(broker, tp, 0, 30)
+    assert broker.run_tiering()[tp].copied
+    store.mode = "fail"
+    with pytest.raises(RemoteStorageError, match="injected outage"):
+        broker.delete_topic("t")
+    assert "t" in broker.topics() and broker.fetch(tp, 0).records
+    assert broker.rlm.role(tp) == "leader"  # still tiered
+    store.mode = "ok"
+    broker.delete_topic("t")
+    assert "t" not in broker.topics() and broker.rlm.partitions() == []
+    assert not list((tmp_path / "remote").rglob("*.log"))
+
+
 def test_topic_metadata_is_versioned_and_persisted(tmp_path):
     broker, _, rec = make_broker(tmp_path)
     tiered(broker, "orders", local_retention_ms="1000")
@@ -120,7 +140,7 @@ def test_topic_metadata_is_versioned_and_persisted(tmp_path):
     (tmp_path / "b1" / TOPICS_FILE).write_text(json.dumps(doc))
     with pytest.raises(Exception, match="format version 99"):
         make_broker(tmp_path)
-    assert not _threads()
+    assert not new_threads()
 
 
 def test_metrics_text_has_kafka_named_series_with_correct_values(tmp_path):
@@ -210,14 +230,13 @@ def test_unknown_storage_plugin_fails_the_start_with_the_installed_names(tmp_pat
                      "remote.storage.manager.class": "nope"}, background=False)
     with pytest.raises(Exception, match="nope"):
         broker.start()
-    assert not broker.started and not _threads()
+    assert not broker.started and not new_threads()
 
 
 def test_produce_refused_on_a_follower_and_no_threads_after_shutdown(tmp_path):
-    before = _threads()
     broker, _, _ = make_broker(tmp_path, background=True)
     tp = tiered(broker)
-    assert _threads() - before  # schedulers run
+    assert new_threads()  # schedulers run
     broker.become_follower(tp)
     with pytest.raises(NotLeaderError):
         broker.produce(tp, [(b"k", b"v")])
@@ -227,7 +246,7 @@ def test_produce_refused_on_a_follower_and_no_threads_after_shutdown(tmp_path):
         broker.become_leader(tp, 0)
     broker.fetch(tp, 0)
     broker.shutdown()
-    assert _threads() == before == set()
+    assert new_threads() == []
     with pytest.raises(Exception, match="not started"):
         broker.produce(tp, [(b"k", b"v")])
 

@@ -11,7 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from kafka_tiers.cli import cli
-from tests.broker.helpers import make_broker, produce, shutdown_brokers, tiered, value  # noqa: F401
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    produce,
+    shutdown_brokers,  # noqa: F401
+    thread_baseline,  # noqa: F401
+    tiered,
+    value,
+)
 
 
 @pytest.fixture

@@ -13,7 +13,15 @@ import time
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.api.objectstore import ObjectKind, segment_key
 from kafka_tiers.api.storage import RemoteLogSegmentId
-from tests.broker.helpers import make_broker, produce, read_values, shutdown_brokers, tiered, value  # noqa: F401
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    produce,
+    read_values,
+    shutdown_brokers,  # noqa: F401
+    thread_baseline,  # noqa: F401
+    tiered,
+    value,
+)
 
 
 def _remote_files(tmp_path) -> set[str]:

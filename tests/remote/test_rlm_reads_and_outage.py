@@ -15,11 +15,16 @@ from kafka_tiers.api import (
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.reader import RemoteReaderPool
 from tests.broker import flaky_storage
-from tests.broker.helpers import make_broker, produce, read_values, shutdown_brokers, tiered, value  # noqa: F401
-
-
-def _threads() -> set[str]:
-    return {t.name for t in threading.enumerate() if t.name.startswith("kafka-tiers")}
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    new_threads,
+    produce,
+    read_values,
+    shutdown_brokers,  # noqa: F401
+    thread_baseline,  # noqa: F401
+    tiered,
+    value,
+)
 
 
 def test_remote_read_fetches_only_the_range_needed(tmp_path):
@@ -143,7 +148,7 @@ def test_remote_outage_leaves_local_traffic_untouched(tmp_path):
     assert broker.fetch(tp, 1).tier == "remote"
     assert broker.run_tiering()[tp].copied
     broker.shutdown()
-    assert not _threads()
+    assert not new_threads()
 
 
 def test_a_hung_copy_in_the_background_does_not_block_produce_or_fetch(tmp_path):
@@ -162,7 +167,7 @@ def test_a_hung_copy_in_the_background_does_not_block_produce_or_fetch(tmp_path)
         time.sleep(0.05)
     assert broker.rlm.remote_segments(tp)
     broker.shutdown()
-    assert not _threads()
+    assert not new_threads()
 
 
 def test_broker_starts_while_the_remote_tier_is_down(tmp_path):
@@ -184,4 +189,4 @@ def test_broker_starts_while_the_remote_tier_is_down(tmp_path):
     assert result.error is None and result.copied
     assert broker.fetch(tp, 0).tier == "remote"
     broker.shutdown()
-    assert not _threads()
+    assert not new_threads()

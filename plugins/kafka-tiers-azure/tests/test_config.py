@@ -150,6 +150,9 @@ def test_default_azure_credential_is_used_without_a_key(
         def get_token(self, *scopes: str, **kwargs: Any) -> Any:
             raise AssertionError("no request is made by configure")
 
+        def close(self) -> None:
+            made.append("closed")
+
     fake = types.ModuleType("azure.identity")
     fake.DefaultAzureCredential = FakeCredential  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "azure.identity", fake)
@@ -157,4 +160,7 @@ def test_default_azure_credential_is_used_without_a_key(
         container = rsm.object_store.container  # type: ignore[attr-defined]
         assert len(made) == 1 and container.credential is made[0]
         assert container.url.startswith("https://kttest.blob.core.windows.net/tier")
+    assert made[1:] == ["closed"]
+    with pytest.raises(ConfigError, match="only supported with HTTPS"):  # tokens need TLS
+        _load({"azure.container.name": "tier", "azure.endpoint.url": "http://127.0.0.1:9/a"})
 

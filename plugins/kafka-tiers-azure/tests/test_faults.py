@@ -17,6 +17,7 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RetriableRemoteStorageError,
 )
+from kafka_tiers.api.objectstore import ObjectKind, segment_key
 from kafka_tiers.conformance.storage import SegmentBuilder
 from kafka_tiers.plugins import load_remote_storage
 
@@ -62,6 +63,12 @@ def test_server_stops_mid_copy(server_factory: Callable[..., Any], tmp_path: Any
             rsm.fetch_log_segment(segment.metadata, 0)
         leftovers = [i.key for i in store.list("") if segment.metadata.segment_id in i.key]
         assert leftovers == [], "a failed copy left committed blobs"
+        log_key = segment_key(rsm.key_prefix, segment.metadata.remote_log_segment_id, 0,
+                              ObjectKind.LOG)
+        with pytest.raises(RemoteResourceNotFoundError):  # staged blocks are not a blob
+            store.get(log_key)
+        blocks = server.service_client().get_blob_client(container, log_key)
+        assert blocks.get_block_list("uncommitted")[1], "no block was staged before the stop"
 
         retry = dataclasses.replace(segment.metadata,
                                     remote_log_segment_id=RemoteLogSegmentId.generate(tp))

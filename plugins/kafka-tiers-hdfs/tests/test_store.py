@@ -117,14 +117,22 @@ def test_a_failed_write_leaves_nothing(webhdfs_server: Any, make_plugin: Callabl
     assert _names(client, f"{store.base_dir}/t-0") == ["keep.log"]
 
 
-def test_a_source_shorter_than_announced_fails(make_plugin: Callable[..., Any],
-                                               hdfs_config: dict[str, str],
-                                               webhdfs_server: Any) -> None:
+@pytest.mark.parametrize(("data", "length", "message"), [
+    (b"0123456789", 20, "ended after 10 of the 20 bytes"),
+    (b"0123456789", 4, "more than the 4 bytes"),
+    (b"0", 0, "more than the 0 bytes"),
+])
+def test_a_source_of_another_length_than_announced_fails(
+        make_plugin: Callable[..., Any], hdfs_config: dict[str, str], webhdfs_server: Any,
+        data: bytes, length: int, message: str) -> None:
     store: HdfsObjectStore = make_plugin(hdfs_config).object_store
-    with pytest.raises(RemoteStorageError, match="ended after 10 of the 20 bytes"):
-        store.put("t-0/short.log", io.BytesIO(b"0123456789"), 20)
+    with pytest.raises(RemoteStorageError, match=message):
+        store.put("t-0/odd.log", io.BytesIO(data), length)
     assert list(store.list("")) == []
     assert _names(webhdfs_server.client(), f"{store.base_dir}/t-0") == []
+    assert store.put("t-0/empty.log", io.BytesIO(b""), 0) == 0
+    with store.get("t-0/empty.log") as stream:
+        assert stream.read() == b""
 
 
 def test_ranged_reads(make_plugin: Callable[..., Any], hdfs_config: dict[str, str]) -> None:

@@ -146,7 +146,8 @@ class FaultServer:
         # a client that timed out leaves a broken pipe behind: not worth a traceback
         self._httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True,
                                         name="kt-fault-server")
         self._thread.start()
 

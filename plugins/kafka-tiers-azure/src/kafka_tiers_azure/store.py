@@ -99,7 +99,7 @@ class BackoffRetry(ExponentialRetry):
 
 
 def block_id(upload_id: str, part_number: int) -> str:
-    """The base64 block id of part ``part_number`` (1-based) of an upload: always 48 characters
+    """The base64 block id of part ``part_number`` (1-based) of an upload: always 52 characters
     for a 32-character upload id, so every block of every upload of a blob has the same
     length."""
     if not 1 <= part_number <= MAX_BLOCKS:
@@ -389,6 +389,9 @@ class AzureBlobStore(MultipartObjectStore):
             self._closed = True
         try:
             self.container.close()
+            close_credential = getattr(self.container.credential, "close", None)
+            if callable(close_credential):  # DefaultAzureCredential holds its own sessions
+                close_credential()
         finally:
             redact.unregister(self._secrets)
 

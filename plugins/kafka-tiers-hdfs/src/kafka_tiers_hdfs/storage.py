@@ -38,6 +38,19 @@ from kafka_tiers_hdfs.settings import KERBEROS_ENABLED, USER, HdfsSettings
 from kafka_tiers_hdfs.store import HdfsObjectStore, raise_for_server_error, translate
 
 
+class _Session(requests.Session):
+    """A session whose configured ``verify`` (a CA bundle path, or False) wins over
+    ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE``, which plain requests would prefer (requests
+    issue 3829); with the default (True) those variables still apply."""
+
+    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
+                                   cert: Any) -> dict[str, Any]:
+        settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        if verify is None and self.verify is not True:
+            settings["verify"] = self.verify
+        return settings
+
+
 def make_client(settings: HdfsSettings, session: requests.Session) -> Client:
     """The ``hdfs`` client for these settings, sending through ``session``.
 
@@ -94,7 +107,7 @@ class HdfsRemoteStorageManager(ObjectStoreRemoteStorageManager):
             ConfigError: a missing or malformed value (one line naming the key).
         """
         settings = HdfsSettings.from_config(config)
-        session = requests.Session()
+        session = _Session()
         session.verify = settings.tls_verify
         session.hooks["response"].append(raise_for_server_error)
         try:

@@ -81,7 +81,8 @@ class WebHdfsServerError(Exception):
     """
 
     def __init__(self, status: int, exception: str | None, message: str) -> None:
-        super().__init__(f"HTTP {status} {exception or ''}: {message}".replace("  ", " "))
+        name = f" {exception}" if exception else ""
+        super().__init__(f"HTTP {status}{name}: {message}")
         self.status = status
         self.exception = exception
 
@@ -224,6 +225,8 @@ class HdfsObjectStore(ObjectStore):
         counter = _Counter()
         chunks = _chunks(data, length, self.upload_chunk_size, counter)
         body: Any = chunks if length is None else _SizedBody(chunks, length)
+        if length == 0:  # "Content-Length: 0" rather than an empty chunked body
+            body = b"".join(chunks)
         try:
             self.client.write(temp, data=body, overwrite=False, blocksize=self.block_size,
                               replication=self.replication, buffersize=self.buffer_size)

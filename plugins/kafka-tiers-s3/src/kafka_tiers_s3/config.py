@@ -5,9 +5,11 @@ Key names follow the S3 backend of Aiven's tiered storage for Apache Kafka where
 ``s3.storage.class``, ``s3.multipart.upload.part.size``, ``s3.api.call.timeout``,
 ``s3.api.call.attempt.timeout``, ``aws.access.key.id``, ``aws.secret.access.key``,
 ``aws.session.token``, ``aws.certificate.check.enabled``, ``aws.checksum.check.enabled``),
-with the same defaults. The others are this plugin's own: ``s3.prefix``, ``aws.profile``,
-``s3.sse.algorithm``, ``s3.sse.kms.key.id``, ``s3.multipart.upload.concurrency``,
-``s3.retry.max.attempts``. ``key.prefix`` is read by the object-store level itself.
+with the same defaults, except that ``s3.region`` may be left to boto3 and the timeouts, left
+to the SDK there, default to a 10 s connect and 60 s read timeout here. The others are this
+plugin's own: ``s3.prefix``, ``aws.profile``, ``s3.sse.algorithm``, ``s3.sse.kms.key.id``,
+``s3.multipart.upload.concurrency``, ``s3.retry.max.attempts``. ``key.prefix`` is read by the
+object-store level itself.
 
 Every error is a :class:`~kafka_tiers.api.ConfigError` with one line naming the key; the value
 of a secret key (``aws.access.key.id``, ``aws.secret.access.key``, ``aws.session.token``) is

@@ -1,23 +1,19 @@
 """botocore's exceptions as kafka-tiers storage errors, and secrets kept out of log lines.
 
-:func:`translate` maps one exception:
+:func:`translate` maps one exception (after botocore's own retries):
 
-======================================================  ===========================================
-botocore                                                kafka-tiers
-======================================================  ===========================================
-404 ``NoSuchKey`` / ``NotFound`` / ``NoSuchUpload``     :class:`RemoteResourceNotFoundError`
-404 ``NoSuchBucket``                                    :class:`RemoteStorageError`, not retriable
-                                                        (a configuration problem, not a missing
-                                                        segment)
-throttling (``SlowDown``, ``Throttling``, 429...),    :class:`RetriableRemoteStorageError`
-5xx, ``RequestTimeout``, ``OperationAborted``
-403, ``AccessDenied``, ``InvalidAccessKeyId``,          :class:`RemoteStorageError`, not
-``SignatureDoesNotMatch``, ``ExpiredToken``,            retriable, message starting "access
-``InvalidObjectState``, KMS refusals                    denied"
-connection refused/reset/closed, timeouts, a body cut   :class:`RetriableRemoteStorageError`
-short, the ``s3.api.call.timeout`` budget spent
-no credentials, TLS certificate errors, bad parameters  :class:`RemoteStorageError`, not retriable
-======================================================  ===========================================
+- 404 ``NoSuchKey`` / ``NotFound`` / ``NoSuchUpload``: :class:`RemoteResourceNotFoundError`;
+- 404 ``NoSuchBucket``: a non-retriable :class:`RemoteStorageError` (a configuration problem,
+  never mistaken for a missing segment);
+- throttling (``SlowDown``, ``Throttling``, HTTP 429, ...), any 5xx, ``RequestTimeout``,
+  ``OperationAborted``: :class:`RetriableRemoteStorageError`;
+- 403, ``AccessDenied``, ``InvalidAccessKeyId``, ``SignatureDoesNotMatch``, ``ExpiredToken``,
+  ``InvalidObjectState``, KMS refusals: a non-retriable :class:`RemoteStorageError` whose
+  message starts with "access denied" and says what to check;
+- refused, reset or closed connections, connect and read timeouts, a body cut short, the
+  ``s3.api.call.timeout`` budget spent: :class:`RetriableRemoteStorageError`;
+- no credentials, TLS certificate errors, invalid parameters: non-retriable
+  :class:`RemoteStorageError`.
 
 Messages name the operation, the bucket and the key, the S3 error code and HTTP status; they
 never carry a credential (every known secret value is replaced by ``<hidden>``).
@@ -208,7 +204,7 @@ def install_redactor() -> None:
     names = [n for n in list(manager.loggerDict) if n.split(".")[0] in LOGGER_PREFIXES]
     for name in set(names) | set(LOGGER_PREFIXES):
         logger = logging.getLogger(name)
-        if False:
+        if REDACTOR not in logger.filters:
             logger.addFilter(REDACTOR)
 
 

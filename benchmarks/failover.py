@@ -1,0 +1,271 @@
+"""Failover benchmark (document 003 discussion 1): a cluster with 10,000 partitions (RF 3) loses
+one broker; how long from the controller noticing it to every affected partition having its
+new leader recorded durably in the metadata store and known to the brokers?
+
+Measured on a real ZooKeeper (started from Debian's package through ``tests/servers``; the
+result says ``"skipped"`` with the reason when it cannot be) and on the embedded store, each
+with one store write per partition (``controller.batch.writes=false``; every write is its own
+round trip, as document 003's 4 ms estimate assumes) and with batched multi-writes.
+
+Controller phase, at full scale: a real :class:`~kafka_tiers.cluster.controller.Controller`
+on a real store and real TCP transport; the three brokers are metadata endpoints (a session
+with an ephemeral registration and a TCP server answering LeaderAndIsr requests, recording
+every partition's leader) so that 30,000 replica logs need not exist. "Known to the brokers"
+is every live broker having acknowledged a LeaderAndIsr request naming the new leader of each
+of its affected partitions; the benchmark verifies that, and re-reads every partition state
+from the store, before reporting.
+
+Broker phase, at a smaller scale: real in-process brokers (logs, replica managers); a broker
+is killed and the time until every partition it led is led (and writable) elsewhere is
+measured, and reported per partition.
+
+Usage: ``python benchmarks/failover.py [--quick] [--partitions N]``. The last line is one JSON
+object: ``{"benchmark": "failover", "goal": ..., "goal_met": ..., ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kafka_tiers.api.cluster import TopicPartition  # noqa: E402
+from kafka_tiers.cluster.controller import Controller, FailoverStats  # noqa: E402
+from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore  # noqa: E402
+from kafka_tiers.cluster.metadata_store import (  # noqa: E402
+    BrokerRegistration,
+    ClusterMetadata,
+    MetadataStore,
+)
+from kafka_tiers.cluster.transport import (  # noqa: E402
+    ApiKey,
+    HandlerTable,
+    Request,
+    Response,
+    TcpClient,
+    TcpServer,
+)
+from kafka_tiers.config import BrokerConfig  # noqa: E402
+from kafka_tiers.core import BrokerCore  # noqa: E402
+from kafka_tiers.hooks import Hooks, make_plugin_manager  # noqa: E402
+
+PER_TOPIC = 100
+GOAL_SECONDS = 1.0
+
+
+class MetadataBroker:
+    """A broker's metadata side: registration plus a TCP endpoint recording LeaderAndIsr."""
+
+    def __init__(self, broker_id: int, rack: str, store: MetadataStore) -> None:
+        self.broker_id = broker_id
+        self.store = store
+        self.leaders: dict[TopicPartition, tuple[int, int]] = {}
+        self.lock = threading.Lock()
+        table = HandlerTable()
+        table.register(ApiKey.LEADER_AND_ISR, self._leader_and_isr)
+        self.server = TcpServer(table).start()
+        store.start()
+        ClusterMetadata(store).ensure_layout()
+        ClusterMetadata(store).register_broker(
+            BrokerRegistration(broker_id, "127.0.0.1", self.server.port, rack))
+
+    def _leader_and_isr(self, req: Request) -> Response:
+        with self.lock:
+            for e in req.body["partitions"]:
+                self.leaders[TopicPartition(e["topic"], e["partition"])] = (
+                    e["leader"], e["leader_epoch"])
+        return Response({"partitions": []})
+
+    def close(self) -> None:
+        self.server.close()
+        self.store.close()
+
+
+def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[str, Any]:
+    cfg = BrokerConfig({"broker.id": "0", "log.dirs": "/nonexistent",
+                        "controller.batch.writes": str(batched).lower(),
+                        "controller.batch.size": "1000", "request.timeout.ms": "120000",
+                        "auto.leader.rebalance.enable": "false"})
+    core = BrokerCore(cfg, hooks=Hooks(make_plugin_manager(load_entrypoints=False)))
+    brokers = [MetadataBroker(b, f"/dc1/r{b}", make_store()) for b in (1, 2, 3)]
+    client = TcpClient()
+    store = make_store()
+    store.start()
+    controller = Controller(0, ClusterMetadata(store), client, core)
+    try:
+        controller.start()
+        deadline = time.monotonic() + 30
+        while not controller.active:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the controller was not elected")
+            time.sleep(0.02)
+        t = time.perf_counter()
+        for i in range(partitions // PER_TOPIC):
+            controller.call(lambda i=i: controller.create_topic(f"topic-{i:05d}", PER_TOPIC, 3),
+                            timeout=300)
+        setup = time.perf_counter() - t
+        victim = brokers[0]
+        led = [tp for tp, st in controller.states.items() if st.leader == victim.broker_id]
+        done = threading.Event()
+        got: list[FailoverStats] = []
+
+        def on_failover(stats: FailoverStats) -> None:
+            got.append(stats)
+            done.set()
+
+        controller.failover_listeners.append(on_failover)
+        t_kill = time.perf_counter()
+        victim.close()  # its session ends: the ephemeral registration goes
+        if not done.wait(600):
+            raise RuntimeError("no failover within 600 s")
+        wall = time.perf_counter() - t_kill
+        stats = got[0]
+        # verify: durable in the store, known to each live broker
+        md = ClusterMetadata(store)
+        bad = [tp for tp in led if (st := md.partition_state(tp)) is None or
+               st.leader in (-1, victim.broker_id)]
+        unknown = 0
+        for b in brokers[1:]:
+            with b.lock:
+                for tp in led:
+                    leader, _ = b.leaders.get(tp, (-1, -1))
+                    if leader != controller.states[tp].leader:
+                        unknown += 1
+        if bad or unknown:
+            raise RuntimeError(f"failover incomplete: {len(bad)} partitions without a new "
+                               f"leader in the store, {unknown} not known to a broker")
+        return {"partitions": partitions, "affected": stats.partitions,
+                "leaders_moved": len(led), "batched": batched,
+                "store_round_trips": stats.store_writes,
+                "store_seconds": round(stats.write_seconds, 4),
+                "brokers_seconds": round(stats.send_seconds, 4),
+                "detection_to_known_seconds": round(stats.total_seconds, 4),
+                "kill_to_known_seconds": round(wall, 4),
+                "ms_per_partition": round(stats.write_seconds * 1000 / max(1, stats.partitions),
+                                          4),
+                "setup_seconds": round(setup, 2)}
+    finally:
+        controller.stop()
+        store.close()
+        for b in brokers[1:]:
+            b.close()
+        client.close()
+        core.close()
+
+
+def broker_phase(partitions: int) -> dict[str, Any]:
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+
+    with tempfile.TemporaryDirectory() as d:
+        c = LocalCluster(d, 3, overrides={"auto.leader.rebalance.enable": "false"}).start()
+        try:
+            cl = c.client()
+            for i in range(max(1, partitions // PER_TOPIC)):
+                cl.create_topic(f"b{i}", min(PER_TOPIC, partitions), 3, timeout=120)
+            ctl = c.controller_id()
+            victim = next(b for b in c.live if b != ctl)
+            led = [tp for tp, st in c.controller().states.items() if st.leader == victim]
+            t = time.perf_counter()
+            # the dying broker's own shutdown (closing its logs) runs beside the failover
+            killer = threading.Thread(target=c.kill, args=(victim,))
+            killer.start()
+
+            def all_led() -> bool:
+                for tp in led:
+                    st = c.controller().states[tp]
+                    if st.leader in (-1, victim):
+                        return False
+                    p = c.broker(st.leader).replicas.partitions.get(tp)
+                    if p is None or not p.is_leader or p.leader_epoch != st.leader_epoch:
+                        return False
+                return True
+
+            c.wait_until(all_led, 300, "every partition led elsewhere")
+            took = time.perf_counter() - t
+            killer.join()
+        finally:
+            c.close()
+    return {"partitions": partitions, "leaders_moved": len(led),
+            "kill_to_serving_seconds": round(took, 4),
+            "ms_per_moved_leader": round(took * 1000 / max(1, len(led)), 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 partitions (smoke run)")
+    parser.add_argument("--partitions", type=int, help="partitions (multiple of 100)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    partitions = args.partitions or (1000 if args.quick else 10000)
+    partitions = max(PER_TOPIC, partitions // PER_TOPIC * PER_TOPIC)
+    out: dict[str, Any] = {
+        "benchmark": "failover",
+        "goal": f"with batched writes, a broker failure with {partitions} partitions (RF 3) "
+                f"is recorded durably and known to the brokers in under {GOAL_SECONDS} s on "
+                f"ZooKeeper and the embedded store (goal stated for 10,000 partitions)",
+        "quick": args.quick, "partitions": partitions}
+    stores: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {}
+        for batched in (False, True):
+            server = EmbeddedMetadataServer(Path(tmp) / f"embedded-{int(batched)}")
+            try:
+                runs["batched" if batched else "unbatched"] = controller_phase(
+                    lambda server=server: EmbeddedStore(server, session_timeout_ms=6000),
+                    partitions, batched)
+            finally:
+                server.close()
+        stores["embedded"] = runs
+    try:
+        from tests.servers.zookeeper import ZooKeeperServer
+
+        zk = ZooKeeperServer()
+        zk.start()
+    except Exception as exc:
+        stores["zookeeper"] = {"skipped": f"ZooKeeper unavailable: {exc}"}
+        zk = None
+    if zk is not None:
+        try:
+            from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+
+            runs = {}
+            for batched in (False, True):
+                chroot = f"/failover-{'b' if batched else 'u'}{time.monotonic_ns()}"
+                admin = zk.client()
+                admin.ensure_path(chroot)
+                admin.stop()
+                admin.close()
+                conn = zk.connection_string + chroot
+                runs["batched" if batched else "unbatched"] = controller_phase(
+                    lambda conn=conn: ZooKeeperStore(conn, session_timeout_ms=10000),
+                    partitions, batched)
+            stores["zookeeper"] = runs
+        finally:
+            zk.close()
+    out["controller_phase"] = stores
+    out["broker_phase"] = broker_phase(300 if args.quick else 1000)
+    batched_times = [r["batched"]["kill_to_known_seconds"] for r in stores.values()
+                     if "batched" in r]
+    out["worst_batched_seconds"] = max(batched_times) if batched_times else None
+    for name, r in stores.items():
+        if "batched" in r:
+            out[f"{name}_speedup"] = round(r["unbatched"]["detection_to_known_seconds"] /
+                                           max(1e-9, r["batched"]["detection_to_known_seconds"]),
+                                           1)
+    out["goal_met"] = bool(batched_times) and "skipped" not in stores.get("zookeeper", {}) \
+        and partitions >= 10000 and max(batched_times) < GOAL_SECONDS
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

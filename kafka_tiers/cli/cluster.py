@@ -1,0 +1,421 @@
+"""``kafka-tiers cluster ...`` and ``kafka-tiers topics ...``: run a cluster in one process,
+and talk to a running cluster through the transport."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kafka_tiers.cli.output import FORMAT_OPTION, console, emit_json, parse_kv
+
+DEFAULT_DIR = "kafka-tiers-cluster"
+CLUSTER_FILE = "cluster.json"
+
+
+def _bootstrap(bootstrap: str | None, directory: str | None) -> list[str]:
+    if bootstrap:
+        return [b.strip() for b in bootstrap.split(",") if b.strip()]
+    env = os.environ.get("KAFKA_TIERS_BOOTSTRAP")
+    if env and not directory:
+        return [b.strip() for b in env.split(",") if b.strip()]
+    path = Path(directory or DEFAULT_DIR) / CLUSTER_FILE
+    if path.exists():
+        return list(json.loads(path.read_text())["bootstrap"])
+    return ["127.0.0.1:9092"]
+
+
+_CONNECT = [
+    click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+                 help="Brokers to ask (default: the cluster started by `kafka-tiers cluster "
+                 "start` in --dir, else $KAFKA_TIERS_BOOTSTRAP, else 127.0.0.1:9092)."),
+    click.option("--dir", "directory", type=click.Path(file_okay=False),
+                 help=f"The directory of `kafka-tiers cluster start` (default ./{DEFAULT_DIR})."),
+]
+
+
+def connect_options(fn: Any) -> Any:
+    for opt in reversed(_CONNECT):
+        fn = opt(fn)
+    return fn
+
+
+def _client(bootstrap: str | None, directory: str | None) -> Any:
+    from kafka_tiers.cluster.client import ClusterClient
+
+    return ClusterClient(_bootstrap(bootstrap, directory), timeout=15)
+
+
+# ---------------------------------------------------------------------- cluster
+
+@click.group()
+def cluster() -> None:
+    """Run a cluster in one process, describe a running one, reassign and elect leaders.
+
+    \b
+    Examples:
+      kafka-tiers cluster start --brokers 3 --racks /dc1/r1,/dc1/r2,/dc2/r1
+      kafka-tiers cluster describe
+      kafka-tiers topics create orders --partitions 6 --replication-factor 3
+      kafka-tiers cluster reassign --reassignment-json-file plan.json --execute
+    """
+
+
+@cluster.command("start")
+@click.option("--brokers", type=click.IntRange(min=1, max=64), default=3, show_default=True)
+@click.option("--racks", help="Comma-separated racks, one per broker (cycled), e.g. "
+              "/dc1/r1,/dc1/r2,/dc2/r1.")
+@click.option("--metadata-store", type=click.Choice(["embedded", "zookeeper"]),
+              default="embedded", show_default=True)
+@click.option("--zookeeper-connect", help="With --metadata-store zookeeper: host:port[/chroot].")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=DEFAULT_DIR,
+              show_default=True, help="Where the brokers' log dirs and the metadata live.")
+@click.option("--base-port", type=click.IntRange(min=0, max=65000), default=9092,
+              show_default=True, help="Broker n listens on base-port+n-1 (0: any free port).")
+@click.option("--placer", help="broker.replica.placer for every broker (default rack-aware).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="server.properties whose keys every broker takes (ids, dirs and ports are "
+              "set per broker).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A broker config value for every broker (repeatable).")
+@click.option("--status-interval", type=float, default=2.0, show_default=True,
+              help="Seconds between status checks (the table is printed when it changes).")
+@click.option("--log-level", default="WARNING", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connect: str | None,
+          directory: str, base_port: int, placer: str | None, config_path: str | None,
+          settings: tuple[str, ...], status_interval: float, log_level: str) -> None:
+    """Start a cluster of brokers in this process, in the foreground, until Ctrl-C.
+
+    Brokers listen on 127.0.0.1 (TCP) so other processes and `kafka-tiers topics` /
+    `kafka-tiers cluster describe` reach them; the bootstrap addresses are written to
+    <dir>/cluster.json. A status table (brokers, controller, partitions) is printed at
+    start and whenever it changes. Ctrl-C stops every broker cleanly; starting again on the
+    same --dir keeps the topics and their data (embedded store: <dir>/metadata).
+    """
+    import signal
+    import threading
+
+    from kafka_tiers.cli.broker import setup_logging
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+    from kafka_tiers.config import read_properties
+
+    setup_logging(log_level)
+    overrides: dict[str, str] = {}
+    if config_path:
+        overrides.update(read_properties(config_path))
+    overrides.update(parse_kv(settings, "--set"))
+    if placer:
+        overrides["broker.replica.placer"] = placer
+    if metadata_store == "zookeeper" and not (zookeeper_connect or
+                                               overrides.get("zookeeper.connect")):
+        raise click.UsageError("--metadata-store zookeeper needs --zookeeper-connect")
+    for key in ("broker.id", "log.dirs", "port", "listeners", "broker.rack"):
+        overrides.pop(key, None)
+    c = LocalCluster(directory, brokers, racks=racks.split(",") if racks else None,
+                     overrides=overrides, transport="tcp", metadata_store=metadata_store,
+                     zookeeper_connect=zookeeper_connect, fast_failure=False,
+                     base_port=base_port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    c.start()
+    try:
+        info = {"bootstrap": c.addresses(), "brokers": {str(b): c.broker(b).address
+                                                        for b in c.live},
+                "metadata_store": metadata_store}
+        Path(directory, CLUSTER_FILE).write_text(json.dumps(info, indent=2))
+        client = c.client()
+        click.echo(f"cluster of {brokers} broker(s) running; bootstrap "
+                   f"{','.join(c.addresses())}; Ctrl-C stops it")
+        last = None
+        while True:
+            try:
+                status = _status(client.metadata())
+            except Exception as exc:  # keep serving; report
+                status = {"error": str(exc)}
+            if status != last:
+                _print_status(status)
+                last = status
+            if stop.wait(status_interval):
+                break
+    finally:
+        click.echo("stopping the cluster", err=True)
+        for b in c.live:
+            c.stop_broker(b, controlled=len(c.live) > 1)
+        c.close()
+
+
+def _status(md: dict[str, Any]) -> dict[str, Any]:
+    parts = [p for t in md["topics"] for p in t["partitions"]]
+    return {
+        "controller": md["controller"],
+        "brokers": [(b["broker_id"], f"{b['host']}:{b['port']}", b["rack"] or "")
+                    for b in md["brokers"]],
+        "topics": len(md["topics"]),
+        "partitions": len(parts),
+        "offline": sum(1 for p in parts if p["leader"] < 0),
+        "under_replicated": sum(1 for p in parts if len(p["isr"]) < len(p["replicas"])),
+        "leaders": {b["broker_id"]: sum(1 for p in parts if p["leader"] == b["broker_id"])
+                    for b in md["brokers"]},
+    }
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    if "error" in status:
+        console().print(f"[red]status unavailable: {status['error']}[/red]")
+        return
+    table = Table(title=f"controller: broker {status['controller']} | topics "
+                  f"{status['topics']} | partitions {status['partitions']} | offline "
+                  f"{status['offline']} | under-replicated {status['under_replicated']}")
+    for col in ("broker", "address", "rack", "leaders"):
+        table.add_column(col)
+    for b, addr, rack, in status["brokers"]:
+        mark = " (controller)" if b == status["controller"] else ""
+        table.add_row(f"{b}{mark}", addr, rack, str(status["leaders"].get(b, 0)))
+    console().print(table)
+
+
+@cluster.command("describe")
+@connect_options
+@FORMAT_OPTION
+def describe(bootstrap: str | None, directory: str | None, fmt: str) -> None:
+    """Brokers (address, rack), the controller and every partition's leader and ISR."""
+    with _client(bootstrap, directory) as client:
+        md = client.metadata()
+    if fmt == "json":
+        emit_json(md)
+        return
+    _print_status(_status(md))
+    _print_partitions(md["topics"])
+
+
+def _print_partitions(topics: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table()
+    for col in ("topic", "partition", "replicas", "leader", "epoch", "isr"):
+        table.add_column(col)
+    for t in topics:
+        for p in t["partitions"]:
+            leader = str(p["leader"]) if p["leader"] >= 0 else "[red]none[/red]"
+            table.add_row(t["topic"], str(p["partition"]), ",".join(map(str, p["replicas"])),
+                          leader, str(p["leader_epoch"]), ",".join(map(str, p["isr"])))
+    console().print(table)
+
+
+@cluster.command("reassign")
+@connect_options
+@click.option("--reassignment-json-file", "json_file", required=True,
+              type=click.Path(dir_okay=False, exists=True),
+              help='Kafka\'s reassignment JSON, with document 000\'s "log_dirs" per replica.')
+@click.option("--execute", "action", flag_value="execute", help="Start the reassignment.")
+@click.option("--verify", "action", flag_value="verify",
+              help="Report whether every partition has its new replicas (and log dirs).")
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="With --execute: wait until the controller finished.")
+@click.option("--timeout", type=float, default=300.0, show_default=True)
+@FORMAT_OPTION
+def reassign(bootstrap: str | None, directory: str | None, json_file: str, action: str | None,
+             wait: bool, timeout: float, fmt: str) -> None:
+    """Move replicas between brokers (and into given log dirs) through the controller.
+
+    Document 003 section F: the new replicas join (AR + RAR) and catch up, leadership moves
+    into the new set, the old replicas are removed. A "log_dirs" entry other than "any"
+    puts the new replica in that log dir of its broker (document 000 section 2); a replica
+    already on that broker is moved between its dirs.
+    """
+    import time
+
+    from kafka_tiers.api.errors import KafkaTiersError
+    from kafka_tiers.log.admin_channel import ReassignmentError, parse_reassignment
+
+    if action is None:
+        raise click.UsageError("give --execute or --verify")
+    doc = json.loads(Path(json_file).read_text())
+    try:
+        parse_reassignment(doc)
+    except ReassignmentError as exc:
+        raise KafkaTiersError(f"{json_file}: {exc}") from None
+    entries = doc["partitions"]
+    with _client(bootstrap, directory) as client:
+        if action == "execute":
+            client.reassign(entries)
+            deadline = time.monotonic() + timeout
+            while wait and client.reassignments():
+                if time.monotonic() > deadline:
+                    raise KafkaTiersError("the reassignment did not finish in time "
+                                          "(it continues; follow with --verify)")
+                time.sleep(0.2)
+        rows = verify_rows(client, entries)
+    if fmt == "json":
+        emit_json({"action": action, "partitions": rows})
+    else:
+        for r in rows:
+            click.echo(f"{r['topic']}-{r['partition']}: {r['state']} (replicas "
+                       f"{r['replicas']}, wanted {r['wanted']})")
+    raise SystemExit(0 if all(r["state"] == "done" for r in rows) or
+                     (action == "execute" and not wait) else 1)
+
+
+def verify_rows(client: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per partition: done when the replicas are the wanted ones, in the wanted log dirs."""
+    pending = {(e["topic"], int(e["partition"])) for e in client.reassignments()}
+    dirs_of: dict[int, dict[tuple[str, int], str]] = {}
+    rows = []
+    for e in entries:
+        key = (e["topic"], int(e["partition"]))
+        cur = next(p for p in client.describe_topic(e["topic"])
+                   if p["partition"] == key[1])
+        state = "in progress" if key in pending else (
+            "done" if cur["replicas"] == list(e["replicas"]) else "not done")
+        for b, d in zip(e["replicas"], e.get("log_dirs") or [], strict=False):
+            if d == "any" or state != "done":
+                continue
+            if b not in dirs_of:
+                dirs_of[b] = {(rep["topic"], rep["partition"]): ld["path"]
+                              for ld in client.describe_log_dirs(b)
+                              for rep in ld["partitions"]}
+            if os.path.normpath(dirs_of[b].get(key, "")) != os.path.normpath(d):
+                state = "log dir not reached"
+        rows.append({"topic": key[0], "partition": key[1], "state": state,
+                     "replicas": cur["replicas"], "wanted": list(e["replicas"])})
+    return rows
+
+
+@cluster.command("elect-leaders")
+@connect_options
+@click.option("--topic", help="Only this topic's partitions.")
+def elect_leaders(bootstrap: str | None, directory: str | None, topic: str | None) -> None:
+    """Preferred-leader election: move leadership back to each partition's first replica."""
+    with _client(bootstrap, directory) as client:
+        parts = None
+        if topic:
+            parts = [(topic, p["partition"]) for p in client.describe_topic(topic)]
+        for tp, outcome in sorted(client.elect_preferred_leaders(parts).items()):
+            click.echo(f"{tp}: {outcome}")
+
+
+# ---------------------------------------------------------------------- topics
+
+@click.group()
+def topics() -> None:
+    """Create, describe and delete topics of a running cluster; produce and consume.
+
+    \b
+    Examples:
+      kafka-tiers topics create orders --partitions 6 --replication-factor 3
+      kafka-tiers topics describe orders
+      kafka-tiers topics produce orders --partition 0 hello world
+      kafka-tiers topics consume orders --partition 0
+    """
+
+
+@topics.command("create")
+@click.argument("name")
+@connect_options
+@click.option("--partitions", type=click.IntRange(min=1), help="Default: num.partitions.")
+@click.option("--replication-factor", type=click.IntRange(min=1),
+              help="Default: default.replication.factor.")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="A topic-level config (repeatable).")
+@click.option("--force-simple", is_flag=True, help="Place with the rack-unaware simple placer.")
+@click.option("--broker-ids", help="Only these brokers, e.g. 1,2,3.")
+@FORMAT_OPTION
+def create(name: str, bootstrap: str | None, directory: str | None, partitions: int | None,
+           replication_factor: int | None, configs: tuple[str, ...], force_simple: bool,
+           broker_ids: str | None, fmt: str) -> None:
+    """Create a topic (or add partitions to one): the controller places the replicas through
+    the cluster's placer (broker.replica.placer)."""
+    ids = [int(b) for b in broker_ids.split(",")] if broker_ids else None
+    with _client(bootstrap, directory) as client:
+        asg = client.create_topic(name, partitions, replication_factor,
+                                  parse_kv(configs), broker_ids=ids, force_simple=force_simple)
+    if fmt == "json":
+        emit_json({"topic": name, "assignment": {str(p): r for p, r in asg.items()}})
+    else:
+        click.echo(f"created {len(asg)} partition(s) of {name}: " +
+                   "; ".join(f"{p}: {','.join(map(str, r))}" for p, r in sorted(asg.items())))
+
+
+@topics.command("describe")
+@click.argument("name", required=False)
+@connect_options
+@FORMAT_OPTION
+def describe_topics(name: str | None, bootstrap: str | None, directory: str | None,
+                    fmt: str) -> None:
+    """Every partition's replicas, leader, leader epoch and ISR."""
+    with _client(bootstrap, directory) as client:
+        md = client.metadata([name] if name else None)
+    for t in md["topics"]:
+        if t["error"]:
+            from kafka_tiers.api.errors import KafkaTiersError
+
+            raise KafkaTiersError(f"unknown topic {t['topic']!r}")
+    if fmt == "json":
+        emit_json(md["topics"])
+    else:
+        _print_partitions(md["topics"])
+
+
+@topics.command("delete")
+@click.argument("name")
+@connect_options
+def delete(name: str, bootstrap: str | None, directory: str | None) -> None:
+    """Delete a topic and every replica's data."""
+    with _client(bootstrap, directory) as client:
+        client.delete_topic(name)
+    click.echo(f"deleted {name}")
+
+
+@topics.command("produce")
+@click.argument("name")
+@click.argument("values", nargs=-1, required=True)
+@connect_options
+@click.option("--partition", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
+def produce(name: str, values: tuple[str, ...], bootstrap: str | None, directory: str | None,
+            partition: int, acks: str) -> None:
+    """Append VALUES (one record each) to a partition through its leader."""
+    with _client(bootstrap, directory) as client:
+        base = client.produce(name, partition, list(values),
+                              acks=-1 if acks == "all" else int(acks))
+    click.echo(f"{len(values)} record(s) at offsets {base}..{base + len(values) - 1}")
+
+
+@topics.command("consume")
+@click.argument("name")
+@connect_options
+@click.option("--partition", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@FORMAT_OPTION
+def consume(name: str, bootstrap: str | None, directory: str | None, partition: int,
+            offset: int, fmt: str) -> None:
+    """Print the committed records of a partition (up to its high watermark)."""
+    with _client(bootstrap, directory) as client:
+        out = []
+        while True:
+            recs, hw = client.fetch(name, partition, offset)
+            recs = [r for r in recs if r.offset < hw]
+            out.extend(recs)
+            if not recs:
+                break
+            offset = recs[-1].offset + 1
+    if fmt == "json":
+        emit_json([{"offset": r.offset, "key": _text(r.key), "value": _text(r.value)}
+                   for r in out])
+    else:
+        for r in out:
+            click.echo(f"{r.offset}\t{_text(r.value)}")
+
+
+def _text(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "topics", "verify_rows"]
