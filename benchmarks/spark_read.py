@@ -15,7 +15,8 @@ segments with --quick).
 * baseline: one Python process fetches every segment through the same plugin and decodes it
   with ``RecordBatch.validate()`` and ``RecordBatch.records()`` (the log engine's reader).
 * also reported: our Arrow decoder in one process (``read_slice`` over every slice in turn),
-  to separate the decoder's speed from Spark's parallelism.
+  to separate the decoder's speed from Spark's parallelism, and the machine's 1-minute load
+  average before and after the Spark runs (other work on the machine slows every figure).
 
 Goal: Spark at least 1.5x the baseline on 2 cores, and at least 1 million records per second
 end to end. Usage: ``python benchmarks/spark_read.py [--quick] [--records N] [--runs N]``.
@@ -123,8 +124,11 @@ def arrow_one_process(remote: Path) -> tuple[int, float]:
 
     opts = ReadOptions.parse({"storage": "local", "rsm.config.dir": str(remote),
                               "topic": TOPIC})
-    start = time.perf_counter()
     storage = load_storage("local", opts.storage_config)
+    pieces = plan(opts, storage)
+    for _rb in read_slice(pieces[0], storage):  # warm-up: numba loads its compiled walk
+        break
+    start = time.perf_counter()
     count = 0
     for piece in plan(opts, storage):
         for rb in read_slice(piece, storage):
@@ -188,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         assert base_n == total, (base_n, total)
         arrow_n, arrow_s = arrow_one_process(remote)
         assert arrow_n == total, (arrow_n, total)
+        load_before = os.getloadavg()[0]
         runs, partitions = spark_runs(remote, args.runs)
         assert all(n == total for n, _ in runs), runs
         warm = min(s for _, s in runs[1:])
@@ -214,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             "spark_vs_baseline": round(ratio, 2),
             "arrow_one_process_records_s": round(arrow_n / arrow_s),
             "cores": os.cpu_count(),
+            "load_average_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         }
         print(json.dumps(out))
         return 0

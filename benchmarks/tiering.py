@@ -119,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                                  seg.producer_snapshot_path) if p is not None]
             copied_bytes = sum(p.stat().st_size for p in files)
 
-            def plain(files: list[Path] = files, copied_bytes: int = copied_bytes) -> None:
+            def plain(files: list[Path] = files, copied_bytes: int = copied_bytes,
+                      dest: Path = work / f"plain-{round_no}") -> None:
                 start = time.perf_counter()
-                plain_copy(files, work / "plain")
+                plain_copy(files, dest)  # new files, as the remote tier writes
                 plain_rates.append(copied_bytes / MIB / (time.perf_counter() - start))
 
             def tiered(broker: Broker = broker, copied_bytes: int = copied_bytes) -> None:
@@ -133,11 +134,12 @@ def main(argv: list[str] | None = None) -> int:
                 copy_rates.append(copied_bytes / MIB / elapsed)
 
             for step in ((plain, tiered) if round_no % 2 == 0 else (tiered, plain)):
+                os.sync()  # both start with no dirty pages of the other pending
                 step()  # the order alternates, so neither always runs on a warmer cache
             # local retention's step: the copied segment leaves the local disk
             lg = broker.log(tp)
             lg.advance_local_log_start_offset(lg.segment_bases()[-1])
-            shutil.rmtree(work / "plain", ignore_errors=True)
+            shutil.rmtree(work / f"plain-{round_no}", ignore_errors=True)
             if round_no < 2:
                 shutil.rmtree(work / f"b{round_no}-remote", ignore_errors=True)
         assert broker is not None

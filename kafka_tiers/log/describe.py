@@ -262,9 +262,11 @@ def scan_log_dirs(paths: Sequence[str | os.PathLike[str]],
                     continue
                 parts.append(ReplicaDescription(tp.topic, tp.partition, size, end,
                                                 parsed.kind == "future"))
-        except FileNotFoundError as exc:
-            out.append(LogDirDescription(shown, KAFKA_STORAGE_ERROR,
-                                         error_message=f"missing: {exc.strerror}"))
+        except FileNotFoundError:
+            out.append(LogDirDescription(
+                shown, KAFKA_STORAGE_ERROR,
+                error_message="the dir does not exist (a broker creates it when it starts; "
+                              "if one used it, its disk is gone)"))
             continue
         except OSError as exc:
             out.append(LogDirDescription(shown, KAFKA_STORAGE_ERROR,

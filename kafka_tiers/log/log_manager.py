@@ -174,6 +174,7 @@ class LogManager:
         self._bg_thread: threading.Thread | None = None
         self._bg_stop = threading.Event()
         self._started = False
+        self._shut_down = False
         self.report = StartupReport()
         self.hooks = hooks
         self.failure = LogDirFailureHandler(self, on_all_dirs_offline)
@@ -786,7 +787,12 @@ class LogManager:
     # ------------------------------------------------------------------ shutdown
     def shutdown(self, *, broker_epoch: int = -1) -> None:
         """Clean shutdown: stop the background check, flush and close every log, write the
-        checkpoints, then ``.kafka_cleanshutdown`` in every dir, and release the dir locks."""
+        checkpoints, then ``.kafka_cleanshutdown`` in every dir, and release the dir locks.
+        Replica moves stop first; their future logs stay on disk and resume at the next
+        startup. A second call does nothing."""
+        if self._shut_down:
+            return
+        self._shut_down = True
         self._bg_stop.set()
         self._scheduler_stop.set()
         if self._bg_thread is not None:

@@ -599,7 +599,7 @@ class ReplicaMover:
 
     def _discard_future(self, move: _Move) -> None:
         future, path = move.future, move.future_path
-        move.future, move.future_path = None, None
+        move.future, move.future_path, move.last_batch = None, None, None
         if future is not None:
             with contextlib.suppress(Exception):
                 future.close()

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from kafka_tiers.log.errors import CorruptRecordError
 from kafka_tiers.log.records import RecordBatch
+from kafka_tiers.spark import _walk
 
 #: Spark's schema of the data source, as DDL.
 SPARK_SCHEMA_DDL = (
@@ -132,10 +133,65 @@ class _Decoded:
     header_value_null: np.ndarray
 
 
-def _decode(batches: Sequence[RecordBatch]) -> _Decoded:
+def _decode(batches: Sequence[RecordBatch], *, compiled: bool | None = None) -> _Decoded:
+    """Walk every record of ``batches`` (decompressing them); ``compiled`` None uses the numba
+    walk when numba is installed."""
     datas = [b.records_bytes() for b in batches]
     joined = b"".join(datas)
     counts = np.array([b.records_count for b in batches], dtype=np.int64)
+    if compiled is None:
+        compiled = _walk.AVAILABLE
+    if compiled:
+        return _decode_compiled(batches, joined, datas, counts)
+    try:
+        return _decode_python(batches, joined, datas, counts)
+    except IndexError:  # a damaged length points past the records
+        raise CorruptRecordError("a record overruns its batch") from None
+
+
+def _finish(batches: Sequence[RecordBatch], joined: bytes, counts: np.ndarray,
+            off_delta: np.ndarray, ts_delta: np.ndarray, bounds: np.ndarray,
+            key_null: np.ndarray, value_null: np.ndarray, hcount: np.ndarray,
+            hbounds: np.ndarray, hnull: np.ndarray) -> _Decoded:
+    base_offsets = np.array([b.base_offset for b in batches], dtype=np.int64)
+    fixed = np.array([bool(b.attributes & _TS_MASK) for b in batches], dtype=bool)
+    base_ts = np.array([b.max_timestamp if f else b.base_timestamp
+                        for b, f in zip(batches, fixed, strict=True)], dtype=np.int64)
+    rec_fixed = np.repeat(fixed, counts)
+    stamps = np.repeat(base_ts, counts) + np.where(rec_fixed, 0, ts_delta)
+    return _Decoded(pa.py_buffer(joined), np.repeat(base_offsets, counts) + off_delta, stamps,
+                    rec_fixed.astype(np.int32), bounds, key_null, value_null, hcount, hbounds,
+                    hnull)
+
+
+def _decode_compiled(batches: Sequence[RecordBatch], joined: bytes, datas: list[bytes],
+                     counts: np.ndarray) -> _Decoded:
+    n = int(counts.sum())
+    u8 = np.frombuffer(joined + _PAD, dtype=np.uint8)
+    ends = np.cumsum([len(d) for d in datas], dtype=np.int64)
+    off = np.empty(n, dtype=np.int64)
+    ts = np.empty(n, dtype=np.int64)
+    bounds = np.empty((n, 4), dtype=np.int64)
+    knull = np.empty(n, dtype=np.bool_)
+    vnull = np.empty(n, dtype=np.bool_)
+    hcount = np.empty(n, dtype=np.int64)
+    hpos = np.empty(n, dtype=np.int64)
+    code, index = _walk.walk(u8, ends, counts, off, ts, bounds, knull, vnull, hcount, hpos)
+    if code < 0:
+        raise CorruptRecordError(f"{_walk.MESSAGES[code]} (record {index} of the batches "
+                                 f"decoded together)")
+    total = int(hcount.sum())
+    hbounds = np.empty((total, 4), dtype=np.int64)
+    hnull = np.zeros(total, dtype=bool)
+    if total:
+        first = np.cumsum(hcount) - hcount
+        _walk.walk_headers(u8, hpos, hcount, first, hbounds, hnull)
+    return _finish(batches, joined, counts, off, ts, bounds, knull, vnull, hcount, hbounds,
+                   hnull)
+
+
+def _decode_python(batches: Sequence[RecordBatch], joined: bytes, datas: list[bytes],
+                   counts: np.ndarray) -> _Decoded:
     sections = np.cumsum([0] + [len(d) for d in datas], dtype=np.int64)
     starts = np.array(_record_starts(joined, len(joined)), dtype=np.int64)
     # every batch must hold exactly its declared records, none crossing into the next
@@ -190,16 +246,9 @@ def _decode(batches: Sequence[RecordBatch]) -> _Decoded:
         bad = int(np.flatnonzero(p != rec_end)[0])
         raise CorruptRecordError(f"record {bad} of the batches declares {int(length[bad])} "
                                  f"bytes but its fields take {int(p[bad] - starts[bad] - 1)}")
-    base_offsets = np.array([b.base_offset for b in batches], dtype=np.int64)
-    fixed = np.array([bool(b.attributes & _TS_MASK) for b in batches], dtype=bool)
-    base_ts = np.array([b.max_timestamp if f else b.base_timestamp
-                        for b, f in zip(batches, fixed, strict=True)], dtype=np.int64)
-    rec_fixed = np.repeat(fixed, counts)
-    stamps = np.repeat(base_ts, counts) + np.where(rec_fixed, 0, ts_delta)
     bounds = np.stack([kstart, kend, vstart, vend], axis=1)
-    return _Decoded(pa.py_buffer(joined), np.repeat(base_offsets, counts) + off_delta, stamps,
-                    rec_fixed.astype(np.int32), bounds, klen < 0, vlen < 0, hcount, hbounds,
-                    hnull)
+    return _finish(batches, joined, counts, off_delta, ts_delta, bounds, klen < 0, vlen < 0,
+                   hcount, hbounds, hnull)
 
 
 def _validity(nulls: np.ndarray) -> pa.Buffer | None:
@@ -234,7 +283,8 @@ def _fields(buffer: pa.Buffer, bounds: np.ndarray, nulls: np.ndarray, take: np.n
 def batches_to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, *,
                      min_offset: int = 0, max_offset: int | None = None,
                      min_timestamp: int | None = None, max_timestamp: int | None = None,
-                     schema: pa.Schema = ARROW_SCHEMA) -> pa.RecordBatch:
+                     schema: pa.Schema = ARROW_SCHEMA,
+                     compiled: bool | None = None) -> pa.RecordBatch:
     """Decode validated record batches into one Arrow record batch of the Spark schema.
 
     Keeps only records with ``min_offset <= offset < max_offset`` and, when given,
@@ -243,11 +293,12 @@ def batches_to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int,
 
     Args:
         schema: the exact Arrow schema to produce (Spark's, from the reader's schema).
+        compiled: walk the records with numba (None: when installed) or in Python.
 
     Raises:
         CorruptRecordError: a batch's records do not decode.
     """
-    dec = _decode(batches)
+    dec = _decode(batches, compiled=compiled)
     offsets, stamps = dec.offsets, dec.stamps
     keep = offsets >= min_offset
     if max_offset is not None:

@@ -265,3 +265,17 @@ def test_fetch_out_of_range(tmp_path):
     assert broker.fetch(tp, 60).records == b""
     assert broker.fetch(tp, start).records_list()[0].offset == start
     broker.shutdown()
+
+
+def test_remote_keys_accept_kafka_aliases_and_have_kafka_defaults():
+    from kafka_tiers.config import BrokerConfig
+
+    cfg = BrokerConfig({"remote.log.storage.system.enable": "true",
+                        "remote.log.storage.manager.class.name": "my_pkg.tier:Tier",
+                        "rsm.config.bucket": "b"})
+    assert cfg["remote.log.storage.enable"] is True
+    assert cfg["remote.storage.manager.class"] == "my_pkg.tier:Tier"
+    assert cfg.prefixed("rsm.config.") == {"bucket": "b"}
+    assert cfg["remote.fetch.max.wait.ms"] == 500
+    assert cfg["remote.log.manager.task.retry.jitter"] == 0.2
+    assert cfg["log.local.retention.ms"] == -2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,3 +34,20 @@ def make_cluster(tmp_path: Path, recorder: HookRecorder) -> Iterator[Callable[..
     yield make
     for c in made:
         c.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    """Every thread a test started (brokers, stores, fetchers, clients) ends with it."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        # the zookeeper_server fixture's output pumps live for the session; stdout
+        # watchers of killed broker processes end with their pipe
+        left = [t for t in threading.enumerate() if t not in before and t.is_alive()
+                and not t.name.startswith("zookeeper")]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not left, f"threads left running: {[t.name for t in left]}"

@@ -29,23 +29,23 @@ class HookRecorder:
             return [c for c in self.calls if c[0] == kind]
 
     @hookimpl
-    def kafka_tiers_topic_created(self, topic, assignment):  # noqa: ANN001, ANN201
+    def kafka_tiers_topic_created(self, topic, assignment):
         self._add("topic", topic, dict(assignment))
 
     @hookimpl
-    def kafka_tiers_leader_elected(self, topic_partition, leader, leader_epoch):  # noqa: ANN001, ANN201
+    def kafka_tiers_leader_elected(self, topic_partition, leader, leader_epoch):
         self._add("leader", topic_partition, leader, leader_epoch)
 
     @hookimpl
-    def kafka_tiers_isr_changed(self, topic_partition, isr, leader_epoch):  # noqa: ANN001, ANN201
+    def kafka_tiers_isr_changed(self, topic_partition, isr, leader_epoch):
         self._add("isr", topic_partition, tuple(isr), leader_epoch)
 
     @hookimpl
-    def kafka_tiers_broker_up(self, broker_id, rack):  # noqa: ANN001, ANN201
+    def kafka_tiers_broker_up(self, broker_id, rack):
         self._add("up", broker_id, rack)
 
     @hookimpl
-    def kafka_tiers_broker_down(self, broker_id):  # noqa: ANN001, ANN201
+    def kafka_tiers_broker_down(self, broker_id):
         self._add("down", broker_id)
 
 

@@ -131,7 +131,7 @@ def test_cluster_metadata_controller_election_and_batched_state_writes(stores: t
     cur = {tp: b.partition_state(tp) for tp in (tp0, tp1)}
     assert cur[tp0] is not None and cur[tp0].version == 0
     # a leader's ISR write lands first: the controller's batch falls back per partition
-    b.store.set(f"/brokers/topics/t/partitions/1/state",
+    b.store.set("/brokers/topics/t/partitions/1/state",
                 PartitionState(3, 0, (3,)).to_json(), 0)
     new = {tp0: PartitionState(3, 1, (3,), 2, 0), tp1: PartitionState(2, 1, (2,), 2, 0)}
     written, failed = b.write_states(new, batch=True)

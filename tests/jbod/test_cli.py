@@ -203,3 +203,34 @@ def test_durations() -> None:
     assert parse_duration("2m") == 120 and parse_duration("3") == 3
     with pytest.raises(Exception, match="duration"):
         parse_duration("soon")
+
+
+def test_admin_channel_refuses_bad_requests_and_times_out(broker_dirs, tmp_path) -> None:
+    from kafka_tiers.log.admin_channel import ADMIN_DIR_NAME, AdminChannel, read_status
+
+    config, dirs = broker_dirs
+    m = LogManager(dirs, CONFIG)
+    m.startup()  # holds the locks, but no scheduler takes requests
+    try:
+        f = tmp_path / "move.json"
+        f.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "orders", "partition": 1, "replicas": [1], "log_dirs": [str(dirs[1])]}]}))
+        proc = run("reassign", "--config", str(config), "--reassignment-json-file", str(f),
+                   "--execute", "--timeout", "300ms")
+        assert proc.returncode == 1
+        assert "did not take request" in proc.stderr and len(proc.stderr.splitlines()) == 1
+        admin = dirs[0] / ADMIN_DIR_NAME
+        (admin / "reassign-bad-1.json").write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "../../etc", "partition": 0, "log_dir": str(dirs[1])}]}))
+        channel = AdminChannel(m)
+        assert channel.poll() == 2  # the queued request from the CLI, and the bad one
+        assert "topic" in read_status(dirs, "bad-1")["error"]
+        assert not list(admin.glob("reassign-*.json"))
+        assert m.wait_for_moves(20)
+        channel.poll()
+        assert m.log_dir_of(TopicPartition("orders", 1)) == dirs[1]
+        (status,) = [read_status(dirs, p.name[len("status-"):-len(".json")])
+                     for p in admin.glob("status-*.json") if "bad" not in p.name]
+        assert status["complete"] and status["replicas"][0]["state"] == "done"
+    finally:
+        m.shutdown()

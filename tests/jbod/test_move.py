@@ -215,3 +215,26 @@ def test_new_replica_dir_comes_from_the_hook_default_least_bytes(tmp_path) -> No
         assert infos[0].total_bytes > 0 and all(i.online for i in infos)
     finally:
         m.shutdown()
+
+
+def test_clean_shutdown_mid_move_resumes_at_restart(manager_factory, tmp_path) -> None:
+    m = manager_factory(intra_broker_throttled_rate=100_000)
+    d0, d1 = m.log_dirs
+    tp = TopicPartition("resume", 0)
+    m.get_or_create_log(tp, log_dir=d0)
+    produce(m, tp, 0, 3000)
+    m.alter_replica_log_dirs({tp: str(d1)})
+    deadline = time.monotonic() + 10
+    while m.mover.in_progress()[tp].bytes_copied < 50_000:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    m.shutdown()
+    assert leftovers(d1) and not leftovers(d0)  # the future log stays for the restart
+    again = LogManager([d0, d1], CONFIG)
+    report = again.startup()
+    try:
+        assert [a for a, _ in report.jbod_actions] == ["resumed"]
+        assert again.wait_for_moves(30) and again.log_dir_of(tp) == d1
+        check_exact(read_values(again, tp), tp, 3000)
+    finally:
+        again.shutdown()

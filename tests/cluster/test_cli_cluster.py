@@ -1,0 +1,115 @@
+"""The cluster commands as a new user runs them: ``cluster start`` in the foreground, then
+``topics``, ``cluster describe``, ``cluster reassign`` and ``elect-leaders`` against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tiers.cli import cli
+from kafka_tiers.cluster.local_cluster import LocalCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return res.exit_code, res.output
+
+
+def test_cluster_start_from_one_command_then_topics(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "3",
+         "--racks", "/dc1/r1,/dc1/r2,/dc2/r1", "--dir", str(d), "--base-port", "0",
+         "--status-interval", "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    lines: list[str] = []
+    running = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            lines.append(raw.decode(errors="replace"))
+            if "running; bootstrap" in lines[-1]:
+                running.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        assert running.wait(60), "".join(lines)
+        code, out = run("topics", "create", "orders", "--partitions", "3",
+                        "--replication-factor", "3", "--dir", str(d))
+        assert code == 0 and "created 3 partition(s) of orders" in out
+        code, out = run("topics", "produce", "orders", "--partition", "1", "hello", "world",
+                        "--dir", str(d))
+        assert code == 0 and "offsets 0..1" in out
+        code, out = run("topics", "consume", "orders", "--partition", "1", "--dir", str(d),
+                        "--format", "json")
+        assert [r["value"] for r in json.loads(out)] == ["hello", "world"]
+        code, out = run("cluster", "describe", "--dir", str(d), "--format", "json")
+        md = json.loads(out)
+        assert sorted(b["rack"] for b in md["brokers"]) == ["/dc1/r1", "/dc1/r2", "/dc2/r1"]
+        assert md["controller"] in (1, 2, 3)
+        parts = md["topics"][0]["partitions"]
+        assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts)
+        code, out = run("cluster", "elect-leaders", "--dir", str(d), "--topic", "orders")
+        assert code == 0 and "orders-0" in out
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, "".join(lines)
+    assert "controller: broker" in "".join(lines)
+
+
+@pytest.fixture
+def tcp_cluster(tmp_path: Path):
+    c = LocalCluster(tmp_path / "tcp", 3, transport="tcp", log_dirs_per_broker=2).start()
+    yield c
+    c.close()
+
+
+def test_reassign_command_moves_replicas_across_brokers_into_log_dirs(tcp_cluster, tmp_path
+                                                                       ) -> None:
+    c = tcp_cluster
+    boot = ",".join(c.addresses())
+    code, out = run("topics", "create", "r", "--partitions", "1", "--replication-factor", "2",
+                    "--broker-ids", "1,2", "--bootstrap-server", boot, "--format", "json")
+    assert code == 0
+    before = json.loads(out)["assignment"]["0"]
+    code, _ = run("topics", "produce", "r", "a", "b", "c", "--bootstrap-server", boot)
+    assert code == 0
+    target = [3, before[0]]
+    dest = c.broker_config(3)["log.dirs"].split(",")[1]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "r", "partition": 0, "replicas": target, "log_dirs": [dest, "any"]}]}))
+    code, out = run("cluster", "reassign", "--reassignment-json-file", str(plan), "--execute",
+                    "--bootstrap-server", boot, "--format", "json")
+    assert code == 0, out
+    assert json.loads(out)["partitions"][0]["state"] == "done"
+    code, out = run("cluster", "reassign", "--reassignment-json-file", str(plan), "--verify",
+                    "--bootstrap-server", boot)
+    assert code == 0 and "done" in out
+    code, out = run("topics", "consume", "r", "--bootstrap-server", boot, "--format", "json")
+    assert [r["value"] for r in json.loads(out)] == ["a", "b", "c"]
+
+
+def test_cli_errors_are_one_line(tcp_cluster) -> None:
+    boot = ",".join(tcp_cluster.addresses())
+    proc = subprocess.run([sys.executable, "-m", "kafka_tiers", "topics", "describe", "nope",
+                           "--bootstrap-server", boot], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "error: unknown topic 'nope'"
