@@ -159,12 +159,14 @@ class ClusterClient:
 
     def _to_controller(self, api: ApiKey, body: Mapping[str, Any],
                        timeout: float | None = None) -> Response:
+        wait = self.timeout if timeout is None else timeout
+
         def once() -> Response:
             md = self.metadata([])
             if md["controller"] < 0:
                 raise TransportError("no controller yet", ErrorCode.NOT_CONTROLLER)
             return self.transport.send(self.broker_address(md["controller"]), api, body,
-                                       timeout=self.timeout)
+                                       timeout=wait + 5)
 
         return self._retrying(once, timeout)
 
@@ -185,7 +187,9 @@ class ClusterClient:
         """
         body: dict[str, Any] = {"topic": topic, "partitions": partitions,
                                 "replication_factor": replication_factor,
-                                "config": dict(config or {}), "force_simple": force_simple}
+                                "config": dict(config or {}), "force_simple": force_simple,
+                                "timeout_ms": int((self.timeout if timeout is None
+                                                   else timeout) * 1000)}
         if broker_ids is not None:
             body["broker_ids"] = list(broker_ids)
         if assignment is not None:

@@ -239,8 +239,11 @@ class ClusterBroker:
                 self.log_manager.delete_log(tp)
 
     def _registration(self) -> BrokerRegistration:
+        import uuid
+
         host, _, port = self.address.rpartition(":")
-        return BrokerRegistration(self.broker_id, host, int(port), self.rack)
+        return BrokerRegistration(self.broker_id, host, int(port), self.rack,
+                                  uuid.uuid4().hex)
 
     def _register(self, timeout: float) -> None:
         assert self.metadata is not None
@@ -483,9 +486,11 @@ class ClusterBroker:
         cfg = self.config
         parts = int(b.get("partitions") or cfg["num.partitions"])
         rf = int(b.get("replication_factor") or cfg["default.replication.factor"])
+        timeout = b.get("timeout_ms")
         result = ctl.call(lambda: ctl.create_topic(
             b["topic"], parts, rf, b.get("config") or {}, broker_ids=b.get("broker_ids"),
-            force_simple=bool(b.get("force_simple")), assignment=b.get("assignment")))
+            force_simple=bool(b.get("force_simple")), assignment=b.get("assignment")),
+            timeout=None if timeout is None else int(timeout) / 1000.0)
         return Response({"topic": b["topic"], "assignment": {str(k): v for k, v in
                                                               result.items()}})
 

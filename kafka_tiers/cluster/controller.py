@@ -306,8 +306,17 @@ class Controller:
     # ------------------------------------------------------------------ brokers
     def _on_brokers_changed(self) -> None:
         now = self.metadata.live_brokers()
-        gone = set(self.live) - set(now)
-        came = {b for b in now if b not in self.live or now[b] != self.live[b]}
+        # a broker registered again since the last look died in between (a bounce): it is
+        # handled as a failure, then as a new broker (Kafka does the same)
+        bounced = {b for b in now if b in self.live and now[b] != self.live[b]}
+        gone = (set(self.live) - set(now)) | bounced
+        came = {b for b in now if b not in self.live} | bounced
+        if bounced:
+            self.live = {b: r for b, r in self.live.items() if b not in bounced}
+            for b in sorted(bounced):
+                self.hooks.broker_down(b)
+            self._handle_failures(bounced)
+            gone -= bounced
         self.live = now
         self.shutting_down -= gone | came
         for b in sorted(gone):

@@ -253,15 +253,19 @@ def state_path(tp: TopicPartition) -> str:
 
 @dataclass(frozen=True)
 class BrokerRegistration:
-    """A live broker as registered: id, address and rack."""
+    """A live broker as registered: id, address, rack, and ``incarnation`` (new at every
+    registration, so a broker that died and registered again is told from one that stayed,
+    even when the controller saw only the second registration)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    incarnation: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "rack": self.rack}
+        return {"host": self.host, "port": self.port, "rack": self.rack,
+                "incarnation": self.incarnation}
 
 
 @dataclass(frozen=True)
@@ -337,7 +341,8 @@ class ClusterMetadata:
                 continue
             data = got[0]
             out[int(name)] = BrokerRegistration(int(name), str(data["host"]),
-                                                int(data["port"]), data.get("rack"))
+                                                int(data["port"]), data.get("rack"),
+                                                str(data.get("incarnation", "")))
         return out
 
     # controller

@@ -180,6 +180,7 @@ class _Fetcher:
         resp = rm.client.send(address, ApiKey.OFFSET_FOR_LEADER_EPOCH,
                               {"replica_id": rm.broker_id, "partitions": req},
                               timeout=rm.request_timeout)
+        asked = {(e["topic"], e["partition"]): e["leader_epoch"] for e in req}
         for entry in resp.body["partitions"]:
             tp = TopicPartition(entry["topic"], entry["partition"])
             st = next((s for t, s in items if t == tp), None)
@@ -192,14 +193,30 @@ class _Fetcher:
                 p = self._still(tp, st)
                 if p is None:
                     continue
-                end = int(entry["end_offset"])
-                if end < 0:  # the leader knows no epoch of ours: keep what is committed
-                    end = p.log.high_watermark
-                if end < p.log.log_end_offset:
-                    log.info("broker %s: %s truncates to %d (leader %s, epoch %d)",
-                             rm.broker_id, tp, end, self.leader_id, st.leader_epoch)
-                    p.log.truncate_to(end)
-                st.truncated = True
+                self._truncate_one(p, st, int(asked[(tp.topic, tp.partition)]),
+                                   int(entry["leader_epoch"]), int(entry["end_offset"]))
+
+    def _truncate_one(self, p: Partition, st: _FetchState, asked: int, epoch: int,
+                      end: int) -> None:
+        """Kafka's rule (KIP-101/279): truncate to where the leader's log leaves ours. When
+        the leader answers with an older epoch than the one asked, truncate to the smaller
+        of its end and ours for that epoch, then ask again with our new latest epoch."""
+        lg = p.log
+        leo = lg.log_end_offset
+        if end < 0:  # the leader knows no epoch of ours: keep what is committed
+            target, done = min(lg.high_watermark, leo), True
+        elif epoch == asked:
+            target, done = min(end, leo), True
+        else:
+            _, ours = lg.leader_epoch_cache.end_offset_for(epoch, leo)
+            target = min(end, leo) if ours < 0 else min(end, ours, leo)
+            done = target >= leo
+        if target < leo:
+            log.info("broker %s: %s truncates from %d to %d (leader %s, leader epoch %d, "
+                     "asked epoch %d answered %d)", self.rm.broker_id, p.tp, leo, target,
+                     self.leader_id, st.leader_epoch, asked, epoch)
+            lg.truncate_to(target)
+        st.truncated = done
 
     def _fetch(self, address: str, items: list[tuple[TopicPartition, _FetchState]]) -> None:
         rm = self.rm

@@ -201,13 +201,19 @@ def _copy_range(src: Path, dest: Path, length: int, throttle: Throttle,
             if use_cfr:
                 try:
                     copied = os.copy_file_range(fi, fo, n, done, done)
-                except OSError as exc:
-                    if exc.errno not in (18, 22, 38, 95):  # EXDEV EINVAL ENOSYS EOPNOTSUPP
-                        raise
+                except OSError:
+                    # not supported here (EXDEV, EINVAL, ENOSYS, ...) or a failing disk: the
+                    # plain path below says which file (so which log dir) failed
                     use_cfr = False
             if not use_cfr:
-                data = os.pread(fi, n, done)
-                copied = os.pwrite(fo, data, done) if data else 0
+                try:
+                    data = os.pread(fi, n, done)
+                except OSError as exc:
+                    raise OSError(exc.errno, exc.strerror, str(src)) from None
+                try:
+                    copied = os.pwrite(fo, data, done) if data else 0
+                except OSError as exc:
+                    raise OSError(exc.errno, exc.strerror, str(dest)) from None
             if copied <= 0:
                 break  # the source is shorter than expected: the caller re-checks
             done += copied
@@ -411,6 +417,11 @@ class ReplicaMover:
                 if self._moves.get(tp) is move:
                     del self._moves[tp]
             move.done.set()
+        if status.state == DONE:
+            # the new dir's recovery points, written after the move counts as done: without
+            # them a crash only means recovering the moved log from its start (no loss)
+            with contextlib.suppress(Exception):
+                self.manager.checkpoint([move.source_dir, move.dest_dir])
 
     def _on_os_error(self, move: _Move, exc: OSError) -> None:
         failed = dir_of_path(getattr(exc, "filename", None), [move.source_dir, move.dest_dir])
@@ -591,8 +602,6 @@ class ReplicaMover:
             manager._replace_log(tp, new, move.dest_dir)
         self.deleter.schedule(doomed)
         move.status.bytes_total = max(move.status.bytes_total, move.status.bytes_copied)
-        with contextlib.suppress(Exception):
-            manager.checkpoint([move.source_dir, move.dest_dir])
         if manager.hooks is not None:
             manager.hooks.replica_moved(tp, str(move.source_dir), str(move.dest_dir))
         logger.info("moved %s from %s to %s", tp, move.source_dir, move.dest_dir)

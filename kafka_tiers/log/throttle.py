@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 from kafka_tiers.log.config import LONG_MAX
 
-#: how many seconds of tokens may pile up while nobody moves data
-BURST_SECONDS = 0.05
+#: how many seconds of tokens may pile up while nobody moves data (or while a mover waits on a
+#: slow fsync, which the bucket then absorbs)
+BURST_SECONDS = 0.25
 
 
 class Throttle:

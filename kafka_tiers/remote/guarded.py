@@ -46,7 +46,7 @@ DEFAULT_CUSTOM_METADATA_MAX_BYTES = 128
 
 _SECRET_KEY = re.compile(
     r"(pass(word|phrase)?|secret|token|credential|sas|private[._-]?key|access[._-]?key|"
-    r"account[._-]?key|api[._-]?key|auth)", re.IGNORECASE)
+    r"account[._-]?key|api[._-]?key|auth|connection[._-]?string)", re.IGNORECASE)
 
 T = TypeVar("T")
 

@@ -103,6 +103,8 @@ def test_acks_all_survives_repeated_leader_kills(make_cluster: Make,
     finally:
         prod.stop()
     assert len(prod.acked) >= 130
+    c.wait_until(lambda: prod.acked[-1].encode() in [r.value for r in cl.read_all("t", 0)],
+                 20, "the high watermark covers the last acknowledged record")
     assert_exactly_once([r.value for r in cl.read_all("t", 0)], prod.acked)
     wait_converged(c, "t", 0)
     for values in replica_logs(c, "t", 0).values():
@@ -292,3 +294,30 @@ def test_delete_topic_and_whole_cluster_restart(make_cluster: Make, tmp_path) ->
         assert "gone" not in [t["topic"] for t in cl2.metadata()["topics"]]
     finally:
         c2.close()
+
+
+def test_a_broker_that_died_and_registered_again_unseen_is_handled_as_a_bounce(
+        make_cluster: Make, recorder: HookRecorder) -> None:
+    c = make_cluster()
+    cl = c.client()
+    cl.create_topic("bounce", 3, 3)
+    ctl_id = c.controller_id()
+    victim = next(b for b in c.live if b != ctl_id)
+    led = [p["partition"] for p in cl.describe_topic("bounce") if p["leader"] == victim]
+    epochs = {p["partition"]: p["leader_epoch"] for p in cl.describe_topic("bounce")}
+    ctl = c.controller()
+    ctl.paused.set()  # the controller sees the death and the new registration at once
+    try:
+        c.kill(victim)
+        c.restart(victim)
+    finally:
+        ctl.paused.clear()
+    c.wait_until(lambda: victim in [x[1] for x in recorder.of("down")], 15, "bounce seen")
+    for p in led:
+        c.wait_until(lambda p=p: cl.describe_topic("bounce")[p]["leader_epoch"] > epochs[p],
+                     15, "a new leader epoch for the partitions it led")
+    for p in range(3):
+        cl.produce("bounce", p, ["ok"], timeout=10)
+        assert [r.value for r in cl.read_all("bounce", p)] == [b"ok"]
+    c.wait_until(lambda: all(victim in d["isr"] for d in cl.describe_topic("bounce")), 15,
+                 "the bounced broker follows again")

@@ -101,3 +101,21 @@ def test_a_move_stops_when_its_source_fails_and_keeps_the_future(manager_factory
     assert m.replica_move_status(tp)[0].state == FAILED
     assert m.offline_partitions == {tp: d0}
     assert [p.name for p in d1.iterdir() if p.name.endswith("-future")]  # left for rule 3
+
+
+def test_an_io_error_on_the_source_during_a_copy_blames_the_source(manager_factory) -> None:
+    m = manager_factory(intra_broker_throttled_rate=150_000)
+    d0, d1 = m.log_dirs
+    tp = TopicPartition("moving", 2)
+    m.get_or_create_log(tp, log_dir=d0)
+    produce(m, tp, 0, 3000)
+    m.alter_replica_log_dirs({tp: str(d1)})
+    deadline = time.monotonic() + 10
+    while m.mover.in_progress().get(tp) is None or not m.mover.in_progress()[tp].bytes_copied:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with failing_dir(d0):
+        assert m.wait_for_moves(10)
+    assert m.replica_move_status(tp)[0].state == FAILED
+    assert set(m.offline_dirs) == {d0} and m.offline_partitions == {tp: d0}
+    assert [p.name for p in d1.iterdir() if p.name.endswith("-future")]  # left for rule 3

@@ -224,3 +224,11 @@ def test_calls_are_serialised_unless_the_plugin_is_concurrent(capabilities, over
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: guarded.list_remote_segments(TP), range(64)))
     assert (cls.most > 1) is overlap
+
+
+def test_connection_strings_count_as_secrets():
+    from kafka_tiers.remote.guarded import secret_values
+
+    config = {"azure.connection.string": "AccountKey=abc123==;EndpointSuffix=x",
+              "azure.container.name": "logs"}
+    assert secret_values(config) == ["AccountKey=abc123==;EndpointSuffix=x"]

@@ -22,6 +22,12 @@ from kafka_tiers.conformance.storage import SegmentBuilder
 from kafka_tiers.remote.guarded import GuardedRemoteStorage
 from tests.servers.base import free_port
 
+
+def _config(url: str) -> dict[str, str]:
+    return {"hdfs.namenode.url": url, "hdfs.user": "kt", "hdfs.base.dir": "/user/kt/errors",
+            "hdfs.timeout.ms": "10000"}
+
+
 STANDBY = {"RemoteException": {
     "exception": "StandbyException", "javaClassName": "org.apache.hadoop.ipc.StandbyException",
     "message": "Operation category READ is not supported in state standby."}}
@@ -71,12 +77,11 @@ def test_errors_from_the_server(webhdfs_server: Any, make_plugin: Callable[..., 
                                "message": "namenode bug"}}, "application/json"),
     (503, b"<html>Service Unavailable</html>", "text/html"),
 ])
-def test_5xx_answers_are_retriable(fake_servers: dict[str, Any], config_for: Callable[..., Any],
+def test_5xx_answers_are_retriable(fake_servers: dict[str, Any],
                                    make_plugin: Callable[..., Any], status: int, body: Any,
                                    content_type: str) -> None:
     server = fake_servers["namenode"](status, body, content_type)
-    handle = type("H", (), {"url": server.url, "user": "kt", "base_path": "/user/kt"})
-    store = make_plugin(config_for(handle)).object_store
+    store = make_plugin(_config(server.url)).object_store
     with pytest.raises(Exception) as info:
         list(store.list(""))
     err = store.translate_error(info.value, "")
@@ -85,10 +90,8 @@ def test_5xx_answers_are_retriable(fake_servers: dict[str, Any], config_for: Cal
 
 
 def test_connection_errors_are_retriable_through_the_core_wrapper(
-        config_for: Callable[..., Any], segments: SegmentBuilder) -> None:
-    handle = type("H", (), {"url": f"http://127.0.0.1:{free_port()}", "user": "kt",
-                            "base_path": "/user/kt"})
-    rsm = GuardedRemoteStorage.load("hdfs", config_for(handle))
+        segments: SegmentBuilder) -> None:
+    rsm = GuardedRemoteStorage.load("hdfs", _config(f"http://127.0.0.1:{free_port()}"))
     try:
         segment = segments.make(0)
         with pytest.raises(RetriableRemoteStorageError) as info:
@@ -100,12 +103,11 @@ def test_connection_errors_are_retriable_through_the_core_wrapper(
         rsm.close()
 
 
-def test_standby_only_is_retriable(fake_servers: dict[str, Any], config_for: Callable[..., Any],
+def test_standby_only_is_retriable(fake_servers: dict[str, Any],
                                    make_plugin: Callable[..., Any],
                                    segments: SegmentBuilder) -> None:
     standby = fake_servers["namenode"](403, STANDBY)
-    handle = type("H", (), {"url": standby.url, "user": "kt", "base_path": "/user/kt"})
-    rsm = make_plugin(config_for(handle))
+    rsm = make_plugin(_config(standby.url))
     with pytest.raises(RetriableRemoteStorageError, match="StandbyException"):
         rsm.list_remote_segments(segments.tp())
     assert standby.requests >= 1

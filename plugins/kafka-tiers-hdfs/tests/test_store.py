@@ -152,6 +152,9 @@ def test_deletes_prune_empty_directories(webhdfs_server: Any, make_plugin: Calla
         store.put(key, io.BytesIO(b"x"), 1)
     assert [i.key for i in store.list("p/orders-1/")] == ["p/orders-1/a.log",
                                                           "p/orders-1/b.log"]
+    assert sorted(i.key for i in store.list("p/orders-1")) == [  # a string prefix
+        "p/orders-1/a.log", "p/orders-1/b.log", "p/orders-10/c.log"]
+    assert [i.key for i in store.list("p/orders-10/c")] == ["p/orders-10/c.log"]
     store.delete_many(["p/orders-1/a.log", "p/orders-1/missing.log"])
     assert _names(client, f"{store.base_dir}/p") == ["orders-1", "orders-10"]
     store.delete_many(["p/orders-1/b.log"])
