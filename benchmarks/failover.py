@@ -8,12 +8,13 @@ with one store write per partition (``controller.batch.writes=false``; every wri
 round trip, as document 003's 4 ms estimate assumes) and with batched multi-writes.
 
 Controller phase, at full scale: a real :class:`~kafka_tiers.cluster.controller.Controller`
-on a real store and real TCP transport; the three brokers are metadata endpoints (a session
-with an ephemeral registration and a TCP server answering LeaderAndIsr requests, recording
-every partition's leader) so that 30,000 replica logs need not exist. "Known to the brokers"
-is every live broker having acknowledged a LeaderAndIsr request naming the new leader of each
-of its affected partitions; the benchmark verifies that, and re-reads every partition state
-from the store, before reporting.
+on a real store and real TCP transport; the three brokers are metadata endpoints (a store
+session with the broker's ephemeral registration, and, in a child process, a TCP server
+answering LeaderAndIsr requests by recording every partition's leader) so that 30,000
+replica logs need not exist. The broker's death is its session ending. "Known to the
+brokers" is every live broker having acknowledged a LeaderAndIsr request naming the new
+leader of each of its affected partitions; the benchmark verifies that (asking the endpoints
+what they recorded), and re-reads every partition state from the store, before reporting.
 
 Broker phase, at a smaller scale: real in-process brokers (logs, replica managers); a broker
 is killed and the time until every partition it led is led (and writable) elsewhere is
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
 import sys
 import tempfile
 import threading
@@ -62,32 +64,58 @@ PER_TOPIC = 100
 GOAL_SECONDS = 1.0
 
 
-class MetadataBroker:
-    """A broker's metadata side: registration plus a TCP endpoint recording LeaderAndIsr."""
+class RecordingEndpoints:
+    """The brokers' request side, in a child process (so the controller's process measures
+    only itself): TCP servers answering LeaderAndIsr by recording each partition's leader,
+    and Metadata by returning what they recorded."""
 
-    def __init__(self, broker_id: int, rack: str, store: MetadataStore) -> None:
-        self.broker_id = broker_id
-        self.store = store
-        self.leaders: dict[TopicPartition, tuple[int, int]] = {}
-        self.lock = threading.Lock()
-        table = HandlerTable()
-        table.register(ApiKey.LEADER_AND_ISR, self._leader_and_isr)
-        self.server = TcpServer(table).start()
-        store.start()
-        ClusterMetadata(store).ensure_layout()
-        ClusterMetadata(store).register_broker(
-            BrokerRegistration(broker_id, "127.0.0.1", self.server.port, rack))
+    def __init__(self, count: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--endpoints", str(count)],
+                                     stdout=subprocess.PIPE, stdin=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the endpoint process did not start")
+        self.ports: list[int] = json.loads(line)["ports"]
 
-    def _leader_and_isr(self, req: Request) -> Response:
-        with self.lock:
-            for e in req.body["partitions"]:
-                self.leaders[TopicPartition(e["topic"], e["partition"])] = (
-                    e["leader"], e["leader_epoch"])
-        return Response({"partitions": []})
+    def leaders(self, client: TcpClient, index: int) -> dict[TopicPartition, int]:
+        resp = client.send(f"127.0.0.1:{self.ports[index]}", ApiKey.METADATA, {}, timeout=60)
+        return {TopicPartition(t, int(p)): leader for t, p, leader in resp.body["leaders"]}
 
     def close(self) -> None:
-        self.server.close()
-        self.store.close()
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        for pipe in (self.proc.stdout, self.proc.stdin):
+            if pipe is not None:
+                pipe.close()
+
+
+def serve_endpoints(count: int) -> int:
+    """The child process of :class:`RecordingEndpoints`: serve until stdin closes."""
+    servers = []
+    for _ in range(count):
+        leaders: dict[tuple[str, int], int] = {}
+        lock = threading.Lock()
+
+        def record(req: Request, leaders: Any = leaders, lock: Any = lock) -> Response:
+            with lock:
+                for e in req.body["partitions"]:
+                    leaders[(e["topic"], e["partition"])] = e["leader"]
+            return Response({"partitions": []})
+
+        def report(req: Request, leaders: Any = leaders, lock: Any = lock) -> Response:
+            with lock:
+                return Response({"leaders": [[t, p, ld] for (t, p), ld in leaders.items()]})
+
+        table = HandlerTable()
+        table.register(ApiKey.LEADER_AND_ISR, record)
+        table.register(ApiKey.METADATA, report)
+        servers.append(TcpServer(table).start())
+    print(json.dumps({"ports": [s.port for s in servers]}), flush=True)
+    sys.stdin.read()
+    for s in servers:
+        s.close()
+    return 0
 
 
 def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[str, Any]:
@@ -96,12 +124,20 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
                         "controller.batch.size": "1000", "request.timeout.ms": "120000",
                         "auto.leader.rebalance.enable": "false"})
     core = BrokerCore(cfg, hooks=Hooks(make_plugin_manager(load_entrypoints=False)))
-    brokers = [MetadataBroker(b, f"/dc1/r{b}", make_store()) for b in (1, 2, 3)]
+    endpoints = RecordingEndpoints(3)
+    sessions: list[MetadataStore] = []
     client = TcpClient()
     store = make_store()
     store.start()
     controller = Controller(0, ClusterMetadata(store), client, core)
     try:
+        for i, port in enumerate(endpoints.ports):  # each broker's session and registration
+            session = make_store()
+            session.start()
+            sessions.append(session)
+            md = ClusterMetadata(session)
+            md.ensure_layout()
+            md.register_broker(BrokerRegistration(i + 1, "127.0.0.1", port, f"/dc1/r{i + 1}"))
         controller.start()
         deadline = time.monotonic() + 30
         while not controller.active:
@@ -113,8 +149,8 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
             controller.call(lambda i=i: controller.create_topic(f"topic-{i:05d}", PER_TOPIC, 3),
                             timeout=300)
         setup = time.perf_counter() - t
-        victim = brokers[0]
-        led = [tp for tp, st in controller.states.items() if st.leader == victim.broker_id]
+        victim_id = 1
+        led = [tp for tp, st in controller.states.items() if st.leader == victim_id]
         done = threading.Event()
         got: list[FailoverStats] = []
 
@@ -124,7 +160,7 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
 
         controller.failover_listeners.append(on_failover)
         t_kill = time.perf_counter()
-        victim.close()  # its session ends: the ephemeral registration goes
+        sessions[0].close()  # broker 1's session ends: its ephemeral registration goes
         if not done.wait(600):
             raise RuntimeError("no failover within 600 s")
         wall = time.perf_counter() - t_kill
@@ -132,14 +168,11 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
         # verify: durable in the store, known to each live broker
         md = ClusterMetadata(store)
         bad = [tp for tp in led if (st := md.partition_state(tp)) is None or
-               st.leader in (-1, victim.broker_id)]
+               st.leader in (-1, victim_id)]
         unknown = 0
-        for b in brokers[1:]:
-            with b.lock:
-                for tp in led:
-                    leader, _ = b.leaders.get(tp, (-1, -1))
-                    if leader != controller.states[tp].leader:
-                        unknown += 1
+        for index in (1, 2):
+            known = endpoints.leaders(client, index)
+            unknown += sum(1 for tp in led if known.get(tp) != controller.states[tp].leader)
         if bad or unknown:
             raise RuntimeError(f"failover incomplete: {len(bad)} partitions without a new "
                                f"leader in the store, {unknown} not known to a broker")
@@ -156,8 +189,9 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
     finally:
         controller.stop()
         store.close()
-        for b in brokers[1:]:
-            b.close()
+        for session in sessions:
+            session.close()
+        endpoints.close()
         client.close()
         core.close()
 
@@ -204,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 partitions (smoke run)")
     parser.add_argument("--partitions", type=int, help="partitions (multiple of 100)")
+    parser.add_argument("--endpoints", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.endpoints:
+        return serve_endpoints(args.endpoints)
     logging.basicConfig(level=logging.WARNING)
     partitions = args.partitions or (1000 if args.quick else 10000)
     partitions = max(PER_TOPIC, partitions // PER_TOPIC * PER_TOPIC)

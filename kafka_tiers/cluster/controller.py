@@ -24,6 +24,7 @@ Failover batching
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import queue
 import threading
@@ -37,6 +38,7 @@ from kafka_tiers.cluster.metadata_store import (
     BROKER_IDS,
     CONTROLLER,
     CONTROLLER_EPOCH,
+    DELETE_TOPICS,
     REASSIGN,
     BadVersionError,
     BrokerRegistration,
@@ -64,7 +66,9 @@ class FailoverStats:
 
     brokers: list[int] = field(default_factory=list)
     partitions: int = 0
+    #: time spent writing to the store
     write_seconds: float = 0.0
+    #: time from the last write to the last broker acknowledgement (sends overlap writes)
     send_seconds: float = 0.0
     total_seconds: float = 0.0
     store_writes: int = 0
@@ -119,6 +123,9 @@ class Controller:
         self.paused = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8,
                                                            thread_name_prefix="controller-send")
+        #: sends of failover chunks (each fans out to the brokers on ``_pool``)
+        self._dispatch = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="controller-dispatch")
         self._last_rebalance = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
@@ -130,6 +137,7 @@ class Controller:
         self.store.watch_data(CONTROLLER, lambda _p: self.enqueue("elect"))
         self.store.watch_children(BROKER_IDS, lambda _p: self.enqueue("brokers"))
         self.store.watch_data(REASSIGN, lambda _p: self.enqueue("reassign"))
+        self.store.watch_children(DELETE_TOPICS, lambda _p: self.enqueue("delete_topics"))
         self.store.on_session_event(self._on_session)
 
     def _on_session(self, event: str) -> None:
@@ -144,6 +152,7 @@ class Controller:
         self._events.put(None)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+        self._dispatch.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self.active = False
 
@@ -217,6 +226,9 @@ class Controller:
         elif kind == "brokers":
             if self.active:
                 self._on_brokers_changed()
+        elif kind == "delete_topics":
+            if self.active:
+                self._delete_requested_topics()
         elif kind == "reassign" or kind == "tick":
             if self.active:
                 self._check_still_controller()
@@ -302,6 +314,7 @@ class Controller:
         self._handle_failures(dead, extra=offline)
         self._send_full_state(self.live)
         self._drive_reassignments()
+        self._delete_requested_topics()
 
     # ------------------------------------------------------------------ brokers
     def _on_brokers_changed(self) -> None:
@@ -370,13 +383,27 @@ class Controller:
         if not changes:
             return
         writes_before = len(changes)
-        written = self._write(changes, lambda tp, cur: self._failover_state(tp, cur, dead))
+        # pipelined: each chunk is sent to the brokers once it is durable, while the next
+        # chunk is being written (a decision is never sent before it is in the store)
+        items = sorted(changes.items())
+        step = max(1, self.batch_size)
+        sends: list[concurrent.futures.Future[dict[int, bool]]] = []
+        written: dict[TopicPartition, PartitionState] = {}
+        write_time = 0.0
+        for i in range(0, len(items), step):
+            w0 = time.monotonic()
+            done = self._write(dict(items[i:i + step]),
+                               lambda tp, cur: self._failover_state(tp, cur, dead))
+            write_time += time.monotonic() - w0
+            self._commit_states(done)
+            written.update(done)
+            sends.append(self._dispatch.submit(self._send_leader_and_isr, done))
         t1 = time.monotonic()
-        self._commit_states(written)
-        self._send_leader_and_isr(written)
+        for f in sends:
+            f.result()
         t2 = time.monotonic()
         if dead:
-            stats = FailoverStats(sorted(dead), len(written), t1 - t0, t2 - t1, t2 - t0,
+            stats = FailoverStats(sorted(dead), len(written), write_time, t2 - t1, t2 - t0,
                                   writes_before if not self.batch else
                                   -(-writes_before // self.batch_size), self.batch)
             self.last_failover = stats
@@ -581,6 +608,17 @@ class Controller:
             self.states.pop(tp, None)
             self.reassigning.pop(tp, None)
         self.topic_configs.pop(topic, None)
+
+    def _delete_requested_topics(self) -> None:
+        """Document 003's topic deletion path: ``/admin/delete_topics/<topic>`` nodes written
+        by an admin; each topic is deleted, then its request node."""
+        for topic in self.store.children_or_empty(DELETE_TOPICS):
+            if topic in self.topic_configs:
+                log.info("controller %s: deleting topic %s (admin request)", self.broker_id,
+                         topic)
+                self.delete_topic(topic)
+            with contextlib.suppress(NoNodeError):
+                self.store.delete(f"{DELETE_TOPICS}/{topic}")
 
     def create_replica_placement(self, partitions: int, replication_factor: int, *,
                                  force_simple: bool = False,

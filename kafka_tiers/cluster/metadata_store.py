@@ -463,6 +463,12 @@ class ClusterMetadata:
         with contextlib.suppress(NoNodeError):
             self.store.delete(topic_path(topic), recursive=True)
 
+    def request_topic_deletion(self, topic: str) -> None:
+        """Write ``/admin/delete_topics/<topic>``; the controller deletes the topic and then
+        the request."""
+        with contextlib.suppress(NodeExistsError):
+            self.store.create(f"{DELETE_TOPICS}/{topic}", None, make_parents=True)
+
     # reassignment
     def reassignments(self) -> tuple[list[dict[str, Any]], int]:
         """The pending reassignment entries and the node's version (-1: none pending)."""

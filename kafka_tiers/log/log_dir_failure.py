@@ -120,6 +120,15 @@ class LogDirFailureHandler:
             raise LogDirOfflineError(
                 f"log dir {failed} failed ({exc.strerror or exc}); it is offline now",
                 path=str(failed), partition=partition) from exc
+        except LogDirOfflineError:
+            raise
+        except Exception as exc:
+            # another thread took the dir offline meanwhile and closed its logs under this
+            # call: whatever that broke, the answer is that the dir is offline
+            if log_dir is not None and log_dir in self.offline:
+                raise LogDirOfflineError(f"log dir {log_dir} went offline during the call",
+                                         path=str(log_dir), partition=partition) from exc
+            raise
 
     def fail(self, log_dir: Path, error: BaseException) -> bool:
         """Take ``log_dir`` offline (see the module doc). Returns False when it already was.

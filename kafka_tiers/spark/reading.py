@@ -164,6 +164,8 @@ def read_slice(piece: SegmentSlice, storage: RemoteStorageManager | None, *,
                     piece.name, position, reason)
 
     positions: dict[int, int] = {}
+    prev_last = -1
+    seg_end = piece.segment[4] if piece.segment is not None else None
     resync = list(piece.resync_positions)
     file_pos = piece.start_position
     limit = piece.end_position
@@ -228,6 +230,16 @@ def read_slice(piece: SegmentSlice, storage: RemoteStorageManager | None, *,
                     continue
                 batch = RecordBatch(buf, pos)
                 pos += size
+                # base offsets are outside the CRC: check them against their neighbours
+                if batch.base_offset <= prev_last or (
+                        seg_end is not None and batch.last_offset > seg_end):
+                    reason = (f"batch offsets {batch.base_offset}-{batch.last_offset} do not "
+                              f"follow offset {prev_last} within the segment")
+                    if not permissive:
+                        raise _corrupt(piece, at, reason)
+                    skip(at, reason)
+                    continue
+                prev_last = batch.last_offset
                 if piece.max_offset is not None and batch.base_offset >= piece.max_offset:
                     done = True
                     break

@@ -321,3 +321,16 @@ def test_a_broker_that_died_and_registered_again_unseen_is_handled_as_a_bounce(
         assert [r.value for r in cl.read_all("bounce", p)] == [b"ok"]
     c.wait_until(lambda: all(victim in d["isr"] for d in cl.describe_topic("bounce")), 15,
                  "the bounced broker follows again")
+
+
+def test_topic_deletion_requested_through_the_admin_path(make_cluster: Make) -> None:
+    c = make_cluster()
+    cl = c.client()
+    cl.create_topic("doomed", 2, 2)
+    cl.produce("doomed", 0, ["x"])
+    md = c.broker(c.live[0]).metadata
+    md.request_topic_deletion("doomed")
+    c.wait_until(lambda: "doomed" not in md.topics() and
+                 not md.store.children_or_empty("/admin/delete_topics"), 15, "deleted")
+    assert all(c.broker(b).log_manager.get_log(TopicPartition("doomed", p)) is None
+               for b in c.live for p in (0, 1))

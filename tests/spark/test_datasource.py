@@ -250,3 +250,14 @@ def test_bad_options_fail_with_one_clear_message(spark: Any, tmp_path: Path) -> 
          .option("rsm.config.dir", str(tmp_path)).load().collect())
     with pytest.raises(Exception, match="endingOffsets"):
         read(spark, tmp_path, "x", endingOffsets='{"x":{"0":-2}}').collect()
+
+
+def test_secret_options_never_appear_in_errors(spark: Any, tmp_path: Path) -> None:
+    secret = "s3cr3t-never-shown"
+    with pytest.raises(Exception) as info:
+        (spark.read.format("kafka-tiers").option("storage", "no_such_pkg.mod:Storage")
+         .option("rsm.config.aws.secret.access.key", secret).option("topic", "x")
+         .load().collect())
+    assert "no_such_pkg" in str(info.value) and secret not in str(info.value)
+    df = read(spark, tmp_path / "nowhere", "x", **{"rsm.config.api.token": secret})
+    assert secret not in df._jdf.queryExecution().toString()

@@ -816,6 +816,9 @@ def _handler(emulator: Emulator, role: str) -> type[BaseHTTPRequestHandler]:
 
 class _WebHdfsHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without TCP_NODELAY every answer with a body
+    # waits ~45 ms for the client's delayed ACK (Nagle), which a real namenode does not.
+    disable_nagle_algorithm = True
     server_version = "kt-webhdfs-emulator/1"
     emulator: Emulator
     role: str
