@@ -16,7 +16,10 @@ segments with --quick).
   with ``RecordBatch.validate()`` and ``RecordBatch.records()`` (the log engine's reader).
 * also reported: our Arrow decoder in one process (``read_slice`` over every slice in turn),
   to separate the decoder's speed from Spark's parallelism, and the machine's 1-minute load
-  average before and after the Spark runs (other work on the machine slows every figure).
+  average before and after the Spark runs (other work on the machine slows every figure);
+* ``spark_ceiling_records_s``: the same aggregation over a Python data source that yields as
+  many prebuilt Arrow rows of the same schema, with no fetching or decoding at all: what
+  Spark's Python data source path itself allows on this machine, the upper bound of the read.
 
 Goal: Spark at least 1.5x the baseline on 2 cores, and at least 1 million records per second
 end to end. Usage: ``python benchmarks/spark_read.py [--quick] [--records N] [--runs N]``.
@@ -136,7 +139,63 @@ def arrow_one_process(remote: Path) -> tuple[int, float]:
     return count, time.perf_counter() - start
 
 
-def spark_runs(remote: Path, runs: int) -> tuple[list[tuple[int, float]], int]:
+def ceiling_source(total: int, tasks: int) -> Any:
+    """A Python data source of the same schema yielding ``total`` rows of prebuilt Arrow
+    batches (16-byte keys, 100-byte values, no headers) in ``tasks`` partitions: no fetch, no
+    decoding. Spark's cost of taking Arrow batches from Python workers, alone."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from kafka_tiers.spark.arrow import SPARK_SCHEMA_DDL
+
+    class CeilingReader(DataSourceReader):
+        def __init__(self, schema: Any) -> None:
+            self.schema = schema
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(total // tasks + (1 if i < total % tasks else 0))
+                    for i in range(tasks)]
+
+        def read(self, partition: InputPartition) -> Any:
+            import numpy as np
+            import pyarrow as pa
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            schema = to_arrow_schema(self.schema, timezone="UTC")
+            size = 65536
+            keys = pa.array([b"key-%012d" % i for i in range(size)], pa.binary())
+            values = pa.array([bytes(100)] * size, pa.binary())
+            headers_type = schema.field("headers").type
+            headers = pa.ListArray.from_arrays(pa.array(np.zeros(size + 1, dtype=np.int32)),
+                                               pa.array([], type=headers_type.value_type),
+                                               type=headers_type)
+            batch = pa.RecordBatch.from_arrays([
+                keys, values, pa.repeat(pa.scalar(TOPIC), size),
+                pa.array(np.zeros(size, dtype=np.int32)),
+                pa.array(np.arange(size, dtype=np.int64)),
+                pa.array(np.arange(size, dtype=np.int64) * 1000,
+                         type=schema.field("timestamp").type),
+                pa.array(np.zeros(size, dtype=np.int32)), headers], schema=schema)
+            left = partition.value
+            while left > 0:
+                yield batch.slice(0, min(size, left))
+                left -= size
+
+    class CeilingSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kafka-tiers-bench-ceiling"
+
+        def schema(self) -> str:
+            return SPARK_SCHEMA_DDL
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return CeilingReader(schema)
+
+    return CeilingSource
+
+
+def spark_runs(remote: Path, runs: int, total: int
+               ) -> tuple[list[tuple[int, float]], int, list[float]]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -163,7 +222,16 @@ def spark_runs(remote: Path, runs: int) -> tuple[list[tuple[int, float]], int]:
                              F.max("offset").alias("max_offset"))
             row = agg.collect()[0]
             results.append((int(row["n"]), time.perf_counter() - start))
-        return results, partitions
+        spark.dataSource.register(ceiling_source(total, partitions))
+        ceiling = []
+        for _ in range(runs + 1):
+            start = time.perf_counter()
+            row = spark.read.format("kafka-tiers-bench-ceiling").load().agg(
+                F.count(F.lit(1)).alias("n"), F.sum(F.length("value")).alias("bytes"),
+                F.max("offset").alias("max_offset")).collect()[0]
+            assert int(row["n"]) == total
+            ceiling.append(time.perf_counter() - start)
+        return results, partitions, ceiling
     finally:
         spark.stop()
 
@@ -193,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         arrow_n, arrow_s = arrow_one_process(remote)
         assert arrow_n == total, (arrow_n, total)
         load_before = os.getloadavg()[0]
-        runs, partitions = spark_runs(remote, args.runs)
+        runs, partitions, ceiling = spark_runs(remote, args.runs, total)
         assert all(n == total for n, _ in runs), runs
         warm = min(s for _, s in runs[1:])
         spark_rps = total / warm
@@ -218,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             "baseline_seconds": round(base_s, 2),
             "spark_vs_baseline": round(ratio, 2),
             "arrow_one_process_records_s": round(arrow_n / arrow_s),
+            "spark_ceiling_records_s": round(total / min(ceiling[1:])),
             "cores": os.cpu_count(),
             "load_average_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         }

@@ -23,9 +23,13 @@ Key layout
 
 Commit protocol
     A copy first deletes any manifest of the same segment id (so an earlier attempt stops being
-    visible), writes the data and index objects, and writes the manifest last. A segment exists
-    for readers only once its manifest does. When any step fails, everything the attempt wrote
-    is deleted (best effort; what cannot be deleted is unreferenced garbage that
+    visible), writes the data and index objects, and writes the manifest last, once every one of
+    them is stored. A segment exists for readers only once its manifest does. A store whose
+    ``put`` is thread-safe may declare :attr:`ObjectStore.max_concurrent_puts` above 1: the
+    index objects are then written while the log is (they are small, and a remote store spends
+    their time waiting for round trips), the manifest still after all of them. When any step
+    fails, everything the attempt wrote is deleted once nothing of it is in flight (best effort;
+    what cannot be deleted is unreferenced garbage that
     :meth:`ObjectStoreRemoteStorageManager.collect_orphans` removes later). A delete removes the
     manifest first, then the data.
 
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import io
 import json
@@ -56,6 +61,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, BinaryIO, ClassVar
@@ -397,9 +403,15 @@ class ObjectStore(ABC):
 
     Class attributes:
         max_delete_batch: the most keys one :meth:`delete_many` call receives (S3: 1000).
+        max_concurrent_puts: how many :meth:`put` calls of one segment copy may run at once
+            (the log and the small index objects, on separate threads); 1 (the default): one
+            after the other. Declare more only when ``put`` is thread-safe. Wrappers (see
+            :meth:`ObjectStoreRemoteStorageManager.wrap_object_store`) keep the default
+            unless they declare it themselves.
     """
 
     max_delete_batch: ClassVar[int] = 1000
+    max_concurrent_puts: ClassVar[int] = 1
 
     @abstractmethod
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
@@ -538,13 +550,22 @@ class _LocalReadError(Exception):
         self.cause = cause
 
 
-class _HashingReader(io.RawIOBase):
-    """Reads at most ``limit`` bytes of a local source, hashing and counting them."""
+class _CopyCancelled(Exception):
+    """Raised into the put of one object of a copy when another object of it failed."""
 
-    def __init__(self, source: BinaryIO, name: str, limit: int | None) -> None:
+
+class _HashingReader(io.RawIOBase):
+    """Reads at most ``limit`` bytes of a local source, hashing and counting them in the same
+    pass: the bytes are read straight into the caller's buffer (no intermediate copy) and
+    hashed there. When ``cancel`` is set, the next read raises :class:`_CopyCancelled`, which
+    fails the put reading it (so a failed copy stops its other uploads early)."""
+
+    def __init__(self, source: Any, name: str, limit: int | None,
+                 cancel: threading.Event | None = None) -> None:
         self._source = source
         self._name = name
         self._remaining = limit
+        self._cancel = cancel
         self.digest = hashlib.sha256()
         self.count = 0
 
@@ -552,17 +573,20 @@ class _HashingReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self._cancel is not None and self._cancel.is_set():
+            raise _CopyCancelled(f"reading {self._name} stopped: another object of the copy "
+                                 "failed")
         view = memoryview(buffer).cast("B")
         want = len(view) if self._remaining is None else min(len(view), self._remaining)
         if want == 0:
             return 0
+        target = view[:want]
         try:
-            chunk = self._source.read(want)
+            n = self._source.readinto(target) or 0
         except OSError as exc:
             raise _LocalReadError(self._name, exc) from None
-        n = len(chunk)
-        view[:n] = chunk
-        self.digest.update(chunk)
+        if n:
+            self.digest.update(target[:n])
         self.count += n
         if self._remaining is not None:
             self._remaining -= n
@@ -753,7 +777,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         finally:
             stream.close()
 
-    def _put_source(self, key: str, source: _Source, segment_id: str) -> tuple[int, str]:
+    def _put_source(self, key: str, source: _Source, segment_id: str,
+                    cancel: threading.Event | None = None) -> tuple[int, str]:
         if source.content is not None:
             data = source.content
             self._call(self.object_store.put, key, io.BytesIO(data), len(data), key=key,
@@ -761,14 +786,15 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             return len(data), hashlib.sha256(data).hexdigest()
         assert source.path is not None
         try:
-            fh = open(source.path, "rb")  # noqa: SIM115 - closed in the finally below
-            length = _file_size(fh)
+            # unbuffered: the hashing reader reads straight into its caller's buffer
+            fh = open(source.path, "rb", buffering=0)  # noqa: SIM115 - closed in the finally
+            length = _file_size(fh)  # type: ignore[arg-type]
         except OSError as exc:
             raise RemoteStorageError(
                 f"cannot read local file {source.path}: {exc.strerror or exc}",
                 segment_id=segment_id, retriable=False) from None
         try:
-            reader = _HashingReader(fh, source.path, length)
+            reader = _HashingReader(fh, source.path, length, cancel)
             buffered = io.BufferedReader(reader, buffer_size=_COPY_CHUNK)
             try:
                 stored = self._call(self.object_store.put, key, buffered, length, key=key,
@@ -839,12 +865,18 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         try:
             # An earlier attempt with this id stops being visible before anything changes.
             self._delete([keys[ObjectKind.MANIFEST]], sid)
-            if data.transaction_index is None:
-                self._delete([keys[ObjectKind.TRANSACTION_INDEX]], sid)
+            stale = ([keys[ObjectKind.TRANSACTION_INDEX]] if data.transaction_index is None
+                     else [])
+            workers = _concurrent_puts(self.object_store)
+            if workers <= 1:
+                if stale:
+                    self._delete(stale, sid)
+                stored = [self._put_source(keys[s.kind], s, sid) for s in sources]
+            else:
+                stored = self._put_concurrently(keys, sources, stale, sid, workers)
             objects: list[ManifestObject] = []
-            for source in sources:
+            for source, (size, digest) in zip(sources, stored, strict=True):
                 key = keys[source.kind]
-                size, digest = self._put_source(key, source, sid)
                 objects.append(ManifestObject(source.kind, key.rpartition("/")[2], size,
                                               digest))
             custom = self.custom_metadata_for(objects)
@@ -865,6 +897,45 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         log.debug("copied segment %s (%d objects)", metadata.remote_log_segment_id,
                   len(objects))
         return custom
+
+    def _put_concurrently(self, keys: Mapping[ObjectKind, str], sources: Sequence[_Source],
+                          stale: Sequence[str], sid: str, workers: int
+                          ) -> list[tuple[int, str]]:
+        """Store ``sources`` (the log first) with up to ``workers`` puts at once, and delete
+        ``stale`` meanwhile: the log on this thread, the rest on a pool. Returns (size,
+        sha256) per source, in order. Returns or raises only once every put has ended; the
+        first failure cancels the others (their sources stop being read) and is raised."""
+        cancel = threading.Event()
+        lock = threading.Lock()
+        failures: list[BaseException] = []
+
+        def guarded(fn: Callable[..., Any], *args: Any) -> Any:
+            try:
+                return fn(*args)
+            except BaseException as exc:
+                with lock:  # the first failure is the cause; the others follow from it
+                    if not cancel.is_set():
+                        failures.append(exc)
+                        cancel.set()
+                raise
+
+        first, rest = sources[0], sources[1:]
+        pool = ThreadPoolExecutor(max(1, min(workers - 1, len(rest) + 1)),
+                                  thread_name_prefix="kafka-tiers-copy")
+        futures: list[Future[Any]] = []
+        try:
+            if stale:
+                futures.append(pool.submit(guarded, self._delete, stale, sid))
+            side = [pool.submit(guarded, self._put_source, keys[s.kind], s, sid, cancel)
+                    for s in rest]
+            futures += side
+            with contextlib.suppress(BaseException):  # recorded in failures, raised below
+                head = guarded(self._put_source, keys[first.kind], first, sid, cancel)
+        finally:
+            pool.shutdown(wait=True)  # nothing of this copy is in flight after this line
+        if failures:
+            raise failures[0]
+        return [head] + [f.result() for f in side]
 
     def _cleanup_failed_copy(self, keys: Mapping[ObjectKind, str], sid: str) -> None:
         ordered = [keys[ObjectKind.MANIFEST]] + [k for kind, k in keys.items()
@@ -1074,6 +1145,15 @@ def check_range(start_position: int, end_position: int | None,
 
 def _file_size(fh: BinaryIO) -> int:
     return os.fstat(fh.fileno()).st_size
+
+
+def _concurrent_puts(store: ObjectStore) -> int:
+    """The store's :attr:`ObjectStore.max_concurrent_puts` (1 when it is not a positive
+    int)."""
+    value = getattr(store, "max_concurrent_puts", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return 1
+    return value
 
 
 __all__ = [

@@ -102,6 +102,7 @@ def describe(config_path: str, only_dirs: list[str] | None, topics: list[str] | 
     from rich.table import Table
 
     out = console()
+    out.soft_wrap = True
     biggest = max((d.bytes_used for d in descs), default=0) or 1
     state = "running" if running else "not running"
     out.print(f"broker {state}; {len(descs)} log dir(s)")
@@ -201,6 +202,7 @@ def plan(config_path: str, output: str | None, fmt: str) -> None:
         emit_json(doc)
         return
     out = console()
+    out.soft_wrap = True
     before = {d.path: d.bytes_used for d in descs if d.is_live}
     after = dict(before)
     for p, src, dst in moves:

@@ -107,10 +107,9 @@ def _report(rows: list[dict[str, Any]], fmt: str, extra: dict[str, Any]) -> int:
     if fmt == "json":
         emit_json({"version": 1, **extra, "replicas": rows})
     else:
-        out = console()
         for r in rows:
             tail = f" ({r['error']})" if r.get("error") else ""
-            out.print(f"{r['topic']}-{r['partition']} -> {r['log_dir']}: {r['state']}{tail}")
+            click.echo(f"{r['topic']}-{r['partition']} -> {r['log_dir']}: {r['state']}{tail}")
     return 1 if failed else 0
 
 
@@ -261,7 +260,7 @@ def reassign(config_path: str, json_file: str, action: str | None, timeout: floa
         code = _report(rows, fmt, {"action": "verify", "broker": broker})
         if fmt != "json":
             done = sum(1 for r in rows if r["state"] == "done")
-            console().print(f"{done} of {len(rows)} replica(s) in their requested dir")
+            click.echo(f"{done} of {len(rows)} replica(s) in their requested dir")
         raise SystemExit(0 if all(r["state"] == "done" for r in rows) else (code or 1))
     if broker_running(dirs):
         rows_or_none = _execute_via_broker(dirs, local, timeout, wait, quiet)

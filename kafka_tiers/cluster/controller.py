@@ -68,7 +68,7 @@ class FailoverStats:
     partitions: int = 0
     #: time spent writing to the store
     write_seconds: float = 0.0
-    #: time from the last write to the last broker acknowledgement (sends overlap writes)
+    #: time from the last write to the last broker acknowledgement
     send_seconds: float = 0.0
     total_seconds: float = 0.0
     store_writes: int = 0
@@ -123,9 +123,6 @@ class Controller:
         self.paused = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8,
                                                            thread_name_prefix="controller-send")
-        #: sends of failover chunks (each fans out to the brokers on ``_pool``)
-        self._dispatch = concurrent.futures.ThreadPoolExecutor(
-            max_workers=2, thread_name_prefix="controller-dispatch")
         self._last_rebalance = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
@@ -152,7 +149,6 @@ class Controller:
         self._events.put(None)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        self._dispatch.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self.active = False
 
@@ -383,24 +379,12 @@ class Controller:
         if not changes:
             return
         writes_before = len(changes)
-        # pipelined: each chunk is sent to the brokers once it is durable, while the next
-        # chunk is being written (a decision is never sent before it is in the store)
-        items = sorted(changes.items())
-        step = max(1, self.batch_size)
-        sends: list[concurrent.futures.Future[dict[int, bool]]] = []
-        written: dict[TopicPartition, PartitionState] = {}
-        write_time = 0.0
-        for i in range(0, len(items), step):
-            w0 = time.monotonic()
-            done = self._write(dict(items[i:i + step]),
-                               lambda tp, cur: self._failover_state(tp, cur, dead))
-            write_time += time.monotonic() - w0
-            self._commit_states(done)
-            written.update(done)
-            sends.append(self._dispatch.submit(self._send_leader_and_isr, done))
+        written = self._write(changes, lambda tp, cur: self._failover_state(tp, cur, dead))
         t1 = time.monotonic()
-        for f in sends:
-            f.result()
+        write_time = t1 - t0
+        self._commit_states(written)
+        # only decisions already in the store are sent (document 003: publish, then tell)
+        self._send_leader_and_isr(written)
         t2 = time.monotonic()
         if dead:
             stats = FailoverStats(sorted(dead), len(written), write_time, t2 - t1, t2 - t0,
@@ -472,9 +456,11 @@ class Controller:
         e: dict[str, Any] = {
             "topic": tp.topic, "partition": tp.partition, "leader": st.leader,
             "leader_epoch": st.leader_epoch, "isr": list(st.isr),
-            "replicas": list(self.assignments.get(tp, ())), "version": st.version,
-            "config": local_log_overrides(self.topic_configs.get(tp.topic, {})),
-            "topic_config": self.topic_configs.get(tp.topic, {})}
+            "replicas": list(self.assignments.get(tp, ())), "version": st.version}
+        topic_config = self.topic_configs.get(tp.topic)
+        if topic_config:  # absent means none
+            e["config"] = local_log_overrides(topic_config)
+            e["topic_config"] = topic_config
         if log_dir is not None:
             e["log_dir"] = log_dir
         return e

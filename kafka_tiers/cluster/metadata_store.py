@@ -88,18 +88,22 @@ class Op:
 
     @staticmethod
     def create(path: str, data: Any, ephemeral: bool = False) -> Op:
+        """Create ``path`` with ``data`` (fails when it exists)."""
         return Op("create", path, data, -1, ephemeral)
 
     @staticmethod
     def set(path: str, data: Any, version: int = -1) -> Op:
+        """Replace the data of ``path`` when at ``version`` (-1: any)."""
         return Op("set", path, data, version)
 
     @staticmethod
     def delete(path: str, version: int = -1) -> Op:
+        """Delete ``path`` (no children) when at ``version`` (-1: any)."""
         return Op("delete", path, None, version)
 
     @staticmethod
     def check(path: str, version: int) -> Op:
+        """Fail the whole multi unless ``path`` is at ``version``."""
         return Op("check", path, None, version)
 
 
@@ -186,6 +190,19 @@ class MetadataStore(abc.ABC):
         """Apply ``ops`` atomically; returns the new version of each set/create (None for
         delete/check). Raises the error of the first failing op; nothing is applied then."""
 
+    def multi_many(self, batches: Sequence[Sequence[Op]]
+                   ) -> list[list[int | None] | MetadataStoreError]:
+        """Several independent :meth:`multi` calls, applied in order; each batch is atomic
+        on its own. Returns each batch's result or its error. Implementations may pipeline
+        them (one round trip's latency for all)."""
+        out: list[list[int | None] | MetadataStoreError] = []
+        for ops in batches:
+            try:
+                out.append(self.multi(ops))
+            except MetadataStoreError as exc:
+                out.append(exc)
+        return out
+
     @abc.abstractmethod
     def watch_children(self, path: str, callback: Watcher) -> None:
         """Call ``callback(path)`` whenever the children of ``path`` change (and once now)."""
@@ -240,14 +257,17 @@ DELETE_TOPICS = "/admin/delete_topics"
 
 
 def broker_path(broker_id: int) -> str:
+    """``/brokers/ids/<id>``."""
     return f"{BROKER_IDS}/{broker_id}"
 
 
 def topic_path(topic: str) -> str:
+    """``/brokers/topics/<topic>``."""
     return f"{TOPICS}/{topic}"
 
 
 def state_path(tp: TopicPartition) -> str:
+    """``/brokers/topics/<topic>/partitions/<p>/state``."""
     return f"{TOPICS}/{tp.topic}/partitions/{tp.partition}/state"
 
 
@@ -264,6 +284,7 @@ class BrokerRegistration:
     incarnation: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The registration node's data."""
         return {"host": self.host, "port": self.port, "rack": self.rack,
                 "incarnation": self.incarnation}
 
@@ -370,20 +391,24 @@ class ClusterMetadata:
         return epoch
 
     def controller_epoch(self) -> int:
+        """The latest controller epoch (0 before the first controller)."""
         got = self.store.get_or_none(CONTROLLER_EPOCH)
         return int(got[0]["epoch"]) if got and got[0] else 0
 
     # topics
     def topics(self) -> list[str]:
+        """Every topic's name."""
         return self.store.children_or_empty(TOPICS)
 
     def topic(self, topic: str) -> TopicAssignment | None:
+        """A topic's assignment and config, or None."""
         got = self.store.get_or_none(topic_path(topic))
         if got is None or got[0] is None:
             return None
         return TopicAssignment.from_json(topic, got[0], got[1])
 
     def partition_state(self, tp: TopicPartition) -> PartitionState | None:
+        """A partition's leader, epoch and ISR with the node version, or None."""
         got = self.store.get_or_none(state_path(tp))
         if got is None or got[0] is None:
             return None
@@ -445,21 +470,25 @@ class ClusterMetadata:
             for tp, st in items:
                 one(tp, st)
             return written, failed
-        for i in range(0, len(items), max(1, batch_size)):
-            chunk = items[i:i + batch_size]
-            try:
-                versions = self.store.multi([*head, *(Op.set(state_path(tp), st.to_json(),
-                                                             st.version) for tp, st in chunk)])
-            except (BadVersionError, NoNodeError) as exc:
-                guarded(exc)
+        step = max(1, batch_size)
+        chunks = [items[i:i + step] for i in range(0, len(items), step)]
+        results = self.store.multi_many([
+            [*head, *(Op.set(state_path(tp), st.to_json(), st.version) for tp, st in chunk)]
+            for chunk in chunks])
+        for chunk, result in zip(chunks, results, strict=True):
+            if isinstance(result, BadVersionError | NoNodeError):
+                guarded(result)
                 for tp, st in chunk:
                     one(tp, st)
                 continue
-            for (tp, st), v in zip(chunk, versions[len(head):], strict=True):
+            if isinstance(result, MetadataStoreError):
+                raise result
+            for (tp, st), v in zip(chunk, result[len(head):], strict=True):
                 written[tp] = _with_version(st, int(v or 0))
         return written, failed
 
     def delete_topic(self, topic: str) -> None:
+        """Remove a topic's nodes (assignment and partition states)."""
         with contextlib.suppress(NoNodeError):
             self.store.delete(topic_path(topic), recursive=True)
 

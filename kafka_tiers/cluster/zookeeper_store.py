@@ -176,10 +176,20 @@ class ZooKeeperStore(MetadataStore):
             raise _translate(exc, path) from None
 
     def multi(self, ops: Sequence[Op]) -> list[int | None]:
-        from kazoo import exceptions as kz
+        result = self.multi_many([ops])[0]
+        if isinstance(result, MetadataStoreError):
+            raise result
+        return result
 
-        if not ops:
-            return []
+    def multi_many(self, batches: Sequence[Sequence[Op]]
+                   ) -> list[list[int | None] | MetadataStoreError]:
+        """Pipelined: every batch is sent before the first answer is awaited (ZooKeeper
+        applies a session's requests in order)."""
+        pending = [self._commit_async(ops) if ops else None for ops in batches]
+        return [[] if p is None else self._finish(ops, p)
+                for ops, p in zip(batches, pending, strict=True)]
+
+    def _commit_async(self, ops: Sequence[Op]) -> Any:
         tx = self.client.transaction()
         for op in ops:
             if op.kind == "create":
@@ -194,15 +204,21 @@ class ZooKeeperStore(MetadataStore):
                 tx.check(op.path, op.version)
             else:
                 raise ValueError(f"unknown op {op.kind!r}")
+        return tx.commit_async()
+
+    @staticmethod
+    def _finish(ops: Sequence[Op], pending: Any) -> list[int | None] | MetadataStoreError:
+        from kazoo import exceptions as kz
+
         try:
-            results = tx.commit()
+            results = pending.get()
         except Exception as exc:
-            raise _translate(exc) from None
+            return _translate(exc)
         for op, res in zip(ops, results, strict=True):
             if isinstance(res, kz.RolledBackError):
                 continue
             if isinstance(res, Exception):
-                raise _translate(res, op.path) from None
+                return _translate(res, op.path)
         out: list[int | None] = []
         for op, res in zip(ops, results, strict=True):
             out.append(int(res.version) if op.kind == "set" else 0 if op.kind == "create"

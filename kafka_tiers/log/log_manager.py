@@ -206,8 +206,11 @@ class LogManager:
     def startup(self) -> StartupReport:
         """Load every log of every log dir (see the module doc). Returns the report.
 
+        A dir that cannot be used (an I/O error) is offline from the start (the
+        ``log_dir_failed`` hook fires for it); the other dirs load.
+
         Raises:
-            LogDirError: a log dir cannot be created, locked or read.
+            LogDirError: every log dir is unusable, or one is locked by another process.
         """
         start = time.perf_counter()
         report = StartupReport()
@@ -268,6 +271,8 @@ class LogManager:
         fd = self._lock_fds.pop(log_dir, None)
         if fd is not None:
             os.close(fd)
+        if self.hooks is not None:
+            self.hooks.log_dir_failed(str(log_dir), [], exc)
 
     def _apply_recovery_rules(self, futures: list[tuple[TopicPartition, Path, Path]],
                               report: StartupReport) -> None:
@@ -282,20 +287,28 @@ class LogManager:
             seen.add(tp)
             source = self._logs.get(tp)
             if source is not None:
-                with self.failure.guard(log_dir, tp):
-                    future = Log.open(path, self._config_for(tp.topic), recovery_point=0,
-                                      clean_shutdown=False, sanity_check_all=True,
-                                      time_fn=self._time)
+                try:
+                    with self.failure.guard(log_dir, tp):
+                        future = Log.open(path, self._config_for(tp.topic), recovery_point=0,
+                                          clean_shutdown=False, sanity_check_all=True,
+                                          time_fn=self._time)
+                except LogDirOfflineError as exc:
+                    report.problems.append(str(exc))
+                    continue
                 report.jbod_actions.append(("resumed", str(path)))
                 self.mover.resume(tp, future)
             elif not any_offline:
                 final = child_path(log_dir, partition_dir_name(tp))
-                with self.failure.guard(log_dir, tp):
-                    os.replace(path, final)
-                    fsync_dir(log_dir)
-                    log = Log.open(final, self._config_for(tp.topic), recovery_point=0,
-                                   clean_shutdown=False, sanity_check_all=True,
-                                   on_roll=self.on_roll, time_fn=self._time)
+                try:
+                    with self.failure.guard(log_dir, tp):
+                        os.replace(path, final)
+                        fsync_dir(log_dir)
+                        log = Log.open(final, self._config_for(tp.topic), recovery_point=0,
+                                       clean_shutdown=False, sanity_check_all=True,
+                                       on_roll=self.on_roll, time_fn=self._time)
+                except LogDirOfflineError as exc:
+                    report.problems.append(str(exc))
+                    continue
                 report.jbod_actions.append(("promoted", str(final)))
                 with self._lock:
                     self._logs[tp] = log

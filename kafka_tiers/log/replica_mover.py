@@ -391,22 +391,16 @@ class ReplicaMover:
                 raise LogError(f"the move of {tp} restarted {MAX_RESTARTS} times")
         except _Cancelled:
             status.state = CANCELLED if status.error is None else FAILED
-            if not move.keep_future:
-                self._discard_future(move)
-            elif move.future is not None:
-                with contextlib.suppress(Exception):
-                    move.future.close()
+            self._end_future(move)
         except LogDirOfflineError as exc:
             status.state, status.error = FAILED, str(exc)
-            if not move.keep_future:
-                self._discard_future(move)
+            self._end_future(move)
         except OSError as exc:
             status.state, status.error = FAILED, f"{type(exc).__name__}: {exc}"
             self._on_os_error(move, exc)
         except LogClosedError as exc:  # the source was deleted or went offline
             status.state, status.error = FAILED, f"source closed: {exc}"
-            if not move.keep_future:
-                self._discard_future(move)
+            self._end_future(move)
         except Exception as exc:
             logger.exception("the move of %s failed", tp)
             status.state, status.error = FAILED, f"{type(exc).__name__}: {exc}"
@@ -423,6 +417,17 @@ class ReplicaMover:
             with contextlib.suppress(Exception):
                 self.manager.checkpoint([move.source_dir, move.dest_dir])
 
+    def _end_future(self, move: _Move) -> None:
+        """After a stopped move: keep the future log (closed) when the source's dir is offline
+        and the destination's is not (startup rule 3 then leaves it alone), else delete it."""
+        offline = self.manager.offline_dirs
+        if move.keep_future or (move.source_dir in offline and move.dest_dir not in offline):
+            if move.future is not None:
+                with contextlib.suppress(Exception):
+                    move.future.close()
+        else:
+            self._discard_future(move)
+
     def _on_os_error(self, move: _Move, exc: OSError) -> None:
         failed = dir_of_path(getattr(exc, "filename", None), [move.source_dir, move.dest_dir])
         if failed is None:  # which disk? the one that no longer answers
@@ -435,10 +440,9 @@ class ReplicaMover:
                     break
         if failed is None:
             failed = move.dest_dir
-        move.keep_future = failed == move.source_dir
+        move.keep_future = move.keep_future or failed == move.source_dir
         self.manager.failure.fail(failed, exc)
-        if not move.keep_future:
-            self._discard_future(move)
+        self._end_future(move)
 
     def _check(self, move: _Move) -> None:
         if move.cancel.is_set():

@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -70,6 +71,61 @@ class _RangeReader(io.RawIOBase):
             super().close()
 
 
+def _copy_into(data: BinaryIO, out: Any) -> int:
+    """Copy ``data`` to the unbuffered file ``out``; returns the bytes copied.
+
+    With ``readinto`` (the copy's hashing reader has it) the bytes go through two preallocated
+    buffers, no bytes object per chunk, and from the second chunk on the write of one buffer
+    runs on a helper thread while the next is read (and hashed) into the other: reading,
+    hashing and writing all release the GIL, so a large object costs about the slower of
+    reading and writing rather than their sum. At most one write is in flight, always of the
+    buffer not being read into, and writes stay in order.
+    """
+    readinto = getattr(data, "readinto", None)
+    if readinto is None:
+        written = 0
+        while chunk := data.read(_CHUNK):
+            _write_all(out, memoryview(chunk))
+            written += len(chunk)
+        return written
+    buffers = (memoryview(bytearray(_CHUNK)), memoryview(bytearray(_CHUNK)))
+    n = readinto(buffers[0])
+    if not n:
+        return 0
+    written = n
+    pending: Future[None] | None = None
+    writer: ThreadPoolExecutor | None = None
+    try:
+        current = 0
+        while True:
+            view = buffers[current][:n]
+            if pending is None and n < _CHUNK:  # small: no helper thread for one chunk
+                _write_all(out, view)
+            else:
+                if writer is None:
+                    writer = ThreadPoolExecutor(1, thread_name_prefix="kafka-tiers-local-write")
+                if pending is not None:
+                    pending.result()  # the other buffer is free again
+                pending = writer.submit(_write_all, out, view)
+            current ^= 1
+            n = readinto(buffers[current])
+            if not n:
+                break
+            written += n
+        if pending is not None:
+            pending.result()
+    finally:
+        if writer is not None:
+            writer.shutdown(wait=True)  # no write outlives the call, also on failure
+    return written
+
+
+def _write_all(out: Any, view: memoryview) -> None:
+    while view:
+        n = out.write(view)
+        view = view[n:]
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -94,6 +150,8 @@ class LocalObjectStore(ObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = 1000
+    #: puts are independent files (a temporary file each, then a rename): thread-safe
+    max_concurrent_puts: ClassVar[int] = 4
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         path = Path(root)
@@ -126,16 +184,9 @@ class LocalObjectStore(ObjectStore):
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
         target = self.path_of(key)
         tmp = self.root / TMP_DIR / f"{uuid.uuid4().hex}.tmp"
-        written = 0
         try:
-            with open(tmp, "wb") as out:
-                while True:
-                    chunk = data.read(_CHUNK)
-                    if not chunk:
-                        break
-                    out.write(chunk)
-                    written += len(chunk)
-                out.flush()
+            with open(tmp, "wb", buffering=0) as out:
+                written = _copy_into(data, out)
                 os.fsync(out.fileno())
             for attempt in range(5):  # a concurrent delete may remove the empty parent dirs
                 self._make_parents(target.parent)

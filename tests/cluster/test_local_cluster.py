@@ -334,3 +334,24 @@ def test_topic_deletion_requested_through_the_admin_path(make_cluster: Make) -> 
                  not md.store.children_or_empty("/admin/delete_topics"), 15, "deleted")
     assert all(c.broker(b).log_manager.get_log(TopicPartition("doomed", p)) is None
                for b in c.live for p in (0, 1))
+
+
+def test_consumers_read_only_up_to_the_high_watermark(make_cluster: Make) -> None:
+    c = make_cluster(2, overrides={"replica.lag.time.max.ms": "60000"})
+    cl = c.client()
+    cl.create_topic("hw", 1, 2)
+    cl.produce("hw", 0, ["committed"])
+    leader = cl.leader("hw", 0, refresh=True)
+    follower = 3 - leader
+    c.broker(follower).replicas.paused.set()  # still in the ISR, not fetching
+    try:
+        cl.produce("hw", 0, ["pending"], acks=1)
+        lg = c.broker(leader).log_manager.get_log(TopicPartition("hw", 0))
+        assert lg.log_end_offset == 2 and lg.high_watermark == 1
+        assert [r.value for r in cl.read_all("hw", 0)] == [b"committed"]
+        assert cl.fetch("hw", 0, 1) == ([], 1)  # between HW and LEO: nothing yet
+    finally:
+        c.broker(follower).replicas.paused.clear()
+    c.wait_until(lambda: [r.value for r in cl.read_all("hw", 0)] == [b"committed",
+                                                                     b"pending"], 10,
+                 "visible once the follower has it")

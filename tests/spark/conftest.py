@@ -43,7 +43,7 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def tiered_topics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One topic per codec (``t-none``, ``t-gzip``, ...), 2 partitions of 1200 records in
+    """One topic per codec (``t-none``, ``t-gzip``, ...), 2 partitions of 900 records in
     about a dozen remote segments each, written by a broker and tiered to the local
     backend; plus the broker's dirs."""
     tmp = tmp_path_factory.mktemp("tiered")
@@ -51,7 +51,7 @@ def tiered_topics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     try:
         topics: dict[str, TieredTopic] = {}
         for codec in CODECS:
-            topic = produce_topic(broker, f"t-{codec}", codec=codec)
+            topic = produce_topic(broker, f"t-{codec}", codec=codec, records=900)
             topic.log_dir = tmp / "logs"
             topic.remote_dir = tmp / "remote"
             topics[codec] = topic

@@ -10,16 +10,16 @@ import pytest
 
 pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 
-from kafka_tiers.log.errors import CorruptRecordError  # noqa: E402
-from kafka_tiers.log.records import (  # noqa: E402
+from kafka_tiers.log.errors import CorruptRecordError
+from kafka_tiers.log.records import (
     HEADER_SIZE,
     RecordBatch,
     build_batch,
     set_log_append_time,
 )
-from kafka_tiers.spark import _walk  # noqa: E402
-from kafka_tiers.spark.arrow import batches_to_arrow  # noqa: E402
-from tests.spark.helpers import CODECS, record  # noqa: E402
+from kafka_tiers.spark import _walk
+from kafka_tiers.spark.arrow import batches_to_arrow
+from tests.spark.helpers import CODECS, record
 
 WALKS = [False, *([True] if _walk.AVAILABLE else [])]
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def topic(tmp_path: Path) -> tuple[TieredTopic, Path]:
     broker = start_broker(tmp_path)
     try:
-        topic = produce_topic(broker, "audited", partitions=2, records=1000, codec="lz4")
+        topic = produce_topic(broker, "audited", partitions=2, records=700, codec="lz4")
     finally:
         broker.shutdown()
     return topic, tmp_path / "remote"

@@ -14,13 +14,16 @@ How the object-store operations map onto the Blob service:
                            under the same key is untouched, and a failed upload commits nothing
 ``get``                    Get Blob (``download_blob``), ranged with ``x-ms-range``, streamed in
                            chunks of ``azure.download.chunk.size``
-``delete_many``            Blob Batch (``delete_blobs``), at most 256 keys per request; missing
+``delete_many``            Blob Batch (``delete_blobs``), at most 256 keys per request; one key
+                           alone with Delete Blob (no batch body to build and parse); missing
                            keys are ignored
 ``list``                   List Blobs by prefix (paginated by the SDK)
 ========================== =====================================================================
 
 Uploads larger than one block stage up to ``azure.upload.concurrency`` blocks at once (holding at
-most that many plus one blocks in memory) and commit them in order.
+most that many plus one blocks in memory) and commit them in order; when the length is known,
+the first block goes on the wire as soon as it is read. The small objects of a segment copy are
+stored while its log is (:attr:`AzureBlobStore.max_concurrent_puts`).
 
 Errors: every SDK exception is turned into a kafka-tiers error *inside* this module (see
 :meth:`AzureBlobStore.translate_error`) and raised ``from None``, so that no SDK exception -- whose
@@ -173,6 +176,8 @@ class AzureBlobStore(MultipartObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = MAX_BATCH
+    #: the SDK's clients are thread-safe, and every put is its own blob (or block list)
+    max_concurrent_puts: ClassVar[int] = 4
 
     def __init__(self, config: AzureBlobConfig, client: ContainerClient | None = None) -> None:
         self.config = config
@@ -294,6 +299,9 @@ class AzureBlobStore(MultipartObjectStore):
             return
         if len(keys) > MAX_BATCH:
             raise RemoteStorageError(f"{len(keys)} keys in one delete; Azure allows {MAX_BATCH}")
+        if len(keys) == 1:
+            self._delete_one(keys[0])
+            return
         with self._sdk(keys[0]):
             responses = list(self.container.delete_blobs(
                 *keys, delete_snapshots="include", raise_on_any_failure=False))
@@ -306,6 +314,17 @@ class AzureBlobStore(MultipartObjectStore):
                            else RemoteStorageError)
             raise error_class(f"Azure Blob delete failed ({status} {reason}) ({blob})",
                               resource=blob)
+
+    def _delete_one(self, key: str) -> None:
+        """Delete Blob (with its snapshots); a missing blob is ignored, a missing container
+        is not."""
+        with self._sdk(key):
+            try:
+                self.container.delete_blob(key, delete_snapshots="include")
+            except ResourceNotFoundError as exc:
+                code = getattr(exc, "error_code", None)
+                if str(getattr(code, "value", code)) == "ContainerNotFound":
+                    raise
 
     def list(self, prefix: str) -> Iterable[ObjectInfo]:
         """Every committed blob whose name starts with ``prefix`` (uncommitted blocks of failed
@@ -349,8 +368,13 @@ class AzureBlobStore(MultipartObjectStore):
             return super().put(key, data, length)
         size = self.part_size
         first = _read_exact(data, size)
-        second = _read_exact(data, size) if len(first) == size else b""
-        if not second:
+        # is there more than one block? A known length larger than a block says so; otherwise
+        # (unknown, or exactly one block) read on to see
+        more = length is not None and length > size and len(first) == size
+        second = b""
+        if len(first) == size and not more:
+            second = _read_exact(data, size)
+        if not more and not second:
             self.put_object(key, first)
             return len(first)
         upload_id = self.create_multipart_upload(key)
