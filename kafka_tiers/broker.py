@@ -52,7 +52,7 @@ from kafka_tiers.api import (
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.hooks import Hooks
 from kafka_tiers.log.checkpoints import write_atomic
-from kafka_tiers.log.errors import LogDirError, OffsetOutOfRangeError
+from kafka_tiers.log.errors import LogClosedError, LogDirError, OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.names import validate_topic
@@ -239,7 +239,7 @@ class Broker:
             self.log_manager = LogManager.from_config(
                 self.config, topic_overrides=overrides, on_roll=self._on_roll, hooks=self.hooks,
                 meta_properties={"version": "1", "node.id": str(self.broker_id)},
-                time_fn=self._time)
+                time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline)
             self.log_manager.startup()
             try:
                 if self.remote_enabled:
@@ -563,6 +563,14 @@ class Broker:
 
     # ------------------------------------------------------------------ produce / fetch
 
+    def _all_dirs_offline(self, error: BaseException) -> None:
+        """Every log dir is offline: the broker cannot serve anything and stops (as Kafka
+        does), from a thread of its own so the failing I/O path is not blocked."""
+        log.error("broker %s: every log dir is offline (%s); stopping", self.broker_id, error)
+        self.hooks.broker_stopping(self.broker_id, clean=False)
+        threading.Thread(target=self.shutdown, name=f"broker-{self.broker_id}-fatal-stop",
+                         daemon=True).start()
+
     def produce(self, tp: TopicPartition, records: bytes | bytearray | memoryview
                 | Sequence[RecordInput], *, batch_records: int = 500) -> int:
         """Append records as the leader and return the base offset of the first.
@@ -594,13 +602,28 @@ class Broker:
         with state.lock:
             first = None
             for chunk in chunks:
-                info = lg.append(chunk, leader_epoch=state.leader_epoch)
+                # through the log manager: it follows the replica across a JBOD move's swap
+                # and raises only when nothing was written
+                info = self.log_manager.append(tp, chunk, leader_epoch=state.leader_epoch)
                 if first is None:
                     first = info.first_offset
-            lg.flush()
-            lg.update_high_watermark(lg.log_end_offset)
+            self._flush_and_advance(tp)
         assert first is not None
         return first
+
+    def _flush_and_advance(self, tp: TopicPartition) -> None:
+        """Flush the partition's current log and move its high watermark to the log end,
+        following the replica when a JBOD move swaps its log meanwhile."""
+        for _ in range(10):
+            lg = self.log(tp)
+            try:
+                lg.flush()
+                lg.update_high_watermark(lg.log_end_offset)
+                return
+            except LogClosedError:
+                if self.log(tp) is lg:
+                    raise
+        raise LogClosedError(f"{tp} kept being replaced during the flush")
 
     @staticmethod
     def _build_batches(recs: list[ProducerRecord], per_batch: int, limit: int) -> list[bytes]:
@@ -641,7 +664,7 @@ class Broker:
                 log_start_offset=lg.log_start_offset, log_end_offset=lg.log_end_offset)
         if offset >= lg.local_log_start_offset:
             try:
-                data = lg.read(offset, max_bytes, isolation="high_watermark")
+                data = self.log_manager.read(tp, offset, max_bytes, isolation="high_watermark")
                 return FetchResult(offset, bytes(data.records), data.next_offset, "local",
                                    data.high_watermark, data.log_start_offset,
                                    lg.local_log_start_offset, data.log_end_offset)
