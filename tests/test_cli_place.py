@@ -107,18 +107,47 @@ def test_bad_cluster_file_is_one_line(tmp_path: Path) -> None:
     assert res.stderr.strip() == f"error: {f}: brokers[0].rack: expected a string or null"
 
 
-def test_quickstart_human_and_json() -> None:
-    res = run("quickstart")
+def test_quickstart_human_and_json(tmp_path: Path) -> None:
+    work = tmp_path / "qs"
+    res = run("quickstart", "--dir", str(work))
     assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
     assert "kafka-tiers quick start" in res.stdout
-    assert "replica placer 'multi-level-rack' from kafka-tiers" in " ".join(res.stdout.split())
+    assert "replica placer 'multi-level-rack' from kafka-tiers" in text
     assert "per level 1 (3 domains)" in res.stdout
-    res = run("quickstart", "--format", "json", "--partitions", "6")
+    assert "from the remote tier" in text and "all match" in text
+    # the printed follow-up commands work on the files it left
+    props = work.resolve() / "server.properties"
+    assert f"kafka-tiers log-dirs describe --config {props}" in text
+    res = run("quickstart", "--format", "json", "--partitions", "6", "--dir", str(work))
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["placer"] == "multi-level-rack"
     assert len(doc["placement"]["partitions"]) == 6
     assert doc["quality"]["levels"][0]["min_spread"] == 3
+    tiering = doc["tiering"]
+    assert tiering["read_back"]["matches"] and tiering["read_back"]["from_remote"] > 0
+    described = run("log-dirs", "describe", "--config", tiering["server_properties"],
+                    "--format", "json")
+    assert described.returncode == 0, described.stderr
+    dirs = {d["path"]: d for d in json.loads(described.stdout)["log_dirs"]}
+    assert set(dirs) == set(tiering["log_dirs"])
+    placed = {(p["topic"], p["partition"]) for d in dirs.values() for p in d["partitions"]}
+    assert placed == {("orders", 0), ("orders", 1)}
+    listed = run("remote", "ls", "--storage", "local", "--set", f"dir={tiering['remote_dir']}",
+                 "--topic", "orders", "--partition", "0", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["segments"]) == tiering["copied_segments"]
+    dumped = run("dump-log", tiering["active_segment"], "--format", "json")
+    assert dumped.returncode == 0, dumped.stderr
+
+
+def test_quickstart_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("not the quick start's")
+    res = run("quickstart", "--dir", str(tmp_path))
+    assert res.returncode == 1
+    assert "is not empty and was not made by the quick start" in res.stderr
+    assert (tmp_path / "precious.txt").exists()
 
 
 def test_help_is_instant_and_lists_commands() -> None:

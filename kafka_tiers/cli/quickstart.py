@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import click
 
 from kafka_tiers.cli.output import console, emit_json
+
+#: where the quick start keeps its broker's files (like Kafka's quick start's /tmp/kafka-logs).
+DEFAULT_DIR = str(Path(tempfile.gettempdir()) / "kafka-tiers-quickstart")
+
+#: marks a directory as the quick start's own, so a later run may empty it.
+MARKER = ".kafka-tiers-quickstart"
 
 
 def _sample(name: str) -> str:
@@ -24,10 +33,15 @@ def _sample(name: str) -> str:
 @click.option("--replication-factor", type=int, default=3, show_default=True)
 @click.option("--records", type=click.IntRange(min=10, max=100_000), default=1000,
               show_default=True, help="Records produced in the tiering part.")
+@click.option("--dir", "work_dir", type=click.Path(file_okay=False), default=DEFAULT_DIR,
+              show_default=True, help="Where the quick-start broker keeps its two log dirs, "
+              "its remote tier and its server.properties (emptied first; only a directory "
+              "an earlier quick start made, or an empty one, is accepted).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
-               partitions: int, replication_factor: int, records: int, fmt: str) -> None:
+               partitions: int, replication_factor: int, records: int, work_dir: str,
+               fmt: str) -> None:
     """Run the core on embedded defaults and show what kafka-tiers does.
 
     Starts the broker core with the sample configuration, loads the configured replica placer
@@ -35,10 +49,12 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     sample cluster of three data centres with two racks each (one broker fenced), then shows
     where every replica and leader went, per broker, per data centre and per rack.
 
-    Then it shows tiered storage: a broker with its log dir and a `local` remote tier in a
-    temporary directory produces records into a tiered topic with small segments, the remote
-    log manager copies the rolled segments, local retention removes them from the local disk,
-    and a read from offset 0 comes back from the remote tier.
+    Then it shows tiered storage: a broker with two log dirs (two "disks") and a `local`
+    remote tier under --dir produces records into a tiered topic with small segments, the
+    remote log manager copies the rolled segments, local retention removes them from the local
+    disk, and a read from offset 0 comes back from the remote tier. The broker is shut down
+    cleanly and its files stay, so the commands printed at the end (log-dirs describe,
+    reassign, remote ls, dump-log) work on them.
 
     \b
     Examples:
@@ -62,7 +78,7 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     with BrokerCore(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor)
         core.topic_created(topic, plan)
-        tiering = tiering_demo(cfg, topic, records, core.hooks)
+        tiering = tiering_demo(cfg, topic, records, core.hooks, Path(work_dir))
     if fmt == "json":
         quality = placement_quality(list(plan.values()), cluster)
         emit_json({"version": 1, "config": config_file, "cluster": cluster_file,
@@ -82,11 +98,24 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     out.print()
     show_tiering(tiering)
     out.print()
-    out.print("Next: `kafka-tiers place --cluster your-cluster.json --partitions N "
-              "--replication-factor R --format json` writes Kafka's reassignment JSON; "
-              "`kafka-tiers plugins list` shows every installed plugin; "
-              "`kafka-tiers remote ls --storage local --set dir=DIR --topic T` lists a "
-              "partition's remote segments.")
+    out.print("Next, on the quick-start broker's files:")
+    for command in next_commands(tiering):
+        out.print(f"  {command}", soft_wrap=True)
+
+
+def next_commands(doc: dict[str, Any]) -> list[str]:
+    """The follow-up commands that work on the files the quick start left."""
+    props, topic = doc["server_properties"], doc["topic"]
+    return [
+        f"kafka-tiers log-dirs describe --config {props}",
+        f"kafka-tiers log-dirs plan --config {props}",
+        f"kafka-tiers remote ls --storage local --set dir={doc['remote_dir']} "
+        f"--topic {topic} --partition 0",
+        f"kafka-tiers dump-log {doc['active_segment']} --print-data",
+        "kafka-tiers place --cluster your-cluster.json --partitions N --replication-factor R "
+        "--format json",
+        "kafka-tiers plugins list",
+    ]
 
 
 #: the tiering part's topic settings: small segments, nothing kept locally once copied.
@@ -94,61 +123,95 @@ DEMO_TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "16384",
                      "local.retention.bytes": "0"}
 
 
-def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any) -> dict[str, Any]:
-    """Produce ``records`` records into a tiered topic of a temporary broker, tier them, read
-    everything back from offset 0; returns the figures (the ``tiering`` JSON section)."""
-    import tempfile
+
+def prepare_dir(work: Path) -> None:
+    """Empty ``work`` for a new run: only when it is missing, empty, or marked as an earlier
+    quick start's (never anyone else's files).
+
+    Raises:
+        ConfigError: ``work`` holds files the quick start did not make.
+    """
+    from kafka_tiers.api import ConfigError
+
+    if work.exists():
+        if not work.is_dir():
+            raise ConfigError(f"--dir {work} is not a directory")
+        if any(work.iterdir()) and not (work / MARKER).exists():
+            raise ConfigError(f"--dir {work} is not empty and was not made by the quick start; "
+                              "give an empty or new directory")
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / MARKER).write_text("made by kafka-tiers quickstart; emptied by its next run\n")
+
+
+def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
+                 ) -> dict[str, Any]:
+    """Produce ``records`` records into a tiered topic of a broker with two log dirs under
+    ``work``, tier them, read everything back from offset 0; returns the figures (the
+    ``tiering`` JSON section). The broker's files and its server.properties stay in ``work``.
+    """
     import time
 
     from kafka_tiers.api import TopicPartition
     from kafka_tiers.broker import Broker
 
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kafka-tiers-quickstart-") as tmp:
-        broker_cfg = cfg.with_overrides({
-            "log.dirs": f"{tmp}/logs", "remote.log.storage.enable": "true",
-            "rsm.config.dir": f"{tmp}/remote",
-            "remote.log.manager.task.interval.ms": "3600000"})
-        storage = broker_cfg["remote.storage.manager.class"]
-        with Broker(broker_cfg, hooks=hooks, background=False) as broker:
-            broker.create_topic(topic, 1, DEMO_TOPIC_CONFIG)
-            tp = TopicPartition(topic, 0)
-            values = [f"{topic} event {i:06d}: " .encode() + b"x" * 80 for i in range(records)]
-            broker.produce(tp, [(f"key-{i}".encode(), v) for i, v in enumerate(values)],
-                           batch_records=20)
-            result = broker.run_tiering([topic])[tp]
-            if result.error is not None:
-                raise result.error
-            rows = broker.segments(tp)
-            lg = broker.log(tp)
-            read = {"local": 0, "remote": 0}
-            offset, matches = 0, True
-            while offset < records:
-                fetched = broker.fetch(tp, offset, 64 * 1024)
-                got = fetched.records_list()
-                if not got:
-                    matches = False
-                    break
-                for rec in got:
-                    matches = matches and rec.value == values[rec.offset]
-                    read[fetched.tier] += 1
-                offset = fetched.next_offset
-            doc = {
-                "topic": topic, "storage": storage, "records_produced": records,
-                "segment_bytes": int(DEMO_TOPIC_CONFIG["segment.bytes"]),
-                "segments": [{"base_offset": r.base_offset, "end_offset": r.end_offset,
-                              "bytes": r.size, "local": r.local, "remote": r.remote}
-                             for r in rows],
-                "copied_segments": len(result.copied),
-                "copied_bytes": sum(m.segment_size_in_bytes for m in result.copied),
-                "local_segments_deleted": result.local_deleted,
-                "log_start_offset": broker.log_start_offset(tp),
-                "local_log_start_offset": lg.local_log_start_offset,
-                "log_end_offset": lg.log_end_offset,
-                "read_back": {"from_offset": 0, "records": read["local"] + read["remote"],
-                              "from_remote": read["remote"], "from_local": read["local"],
-                              "matches": matches and offset >= records},
-            }
+    prepare_dir(work)
+    work = work.resolve()
+    settings = {
+        "log.dirs": f"{work / 'disk1'},{work / 'disk2'}", "remote.log.storage.enable": "true",
+        "rsm.config.dir": str(work / "remote"),
+        "remote.log.manager.task.interval.ms": "3600000"}
+    broker_cfg = cfg.with_overrides(settings)
+    props = work / "server.properties"
+    props.write_text("# Written by kafka-tiers quickstart: the quick-start broker's settings.\n"
+                     + "".join(f"{k}={v}\n" for k, v in sorted(broker_cfg.originals.items())))
+    storage = broker_cfg["remote.storage.manager.class"]
+    with Broker(broker_cfg, hooks=hooks, background=False) as broker:
+        broker.create_topic(topic, 2, DEMO_TOPIC_CONFIG)
+        broker.produce(TopicPartition(topic, 1), [(b"key", b"on the other disk")])
+        tp = TopicPartition(topic, 0)
+        values = [f"{topic} event {i:06d}: " .encode() + b"x" * 80 for i in range(records)]
+        broker.produce(tp, [(f"key-{i}".encode(), v) for i, v in enumerate(values)],
+                       batch_records=20)
+        result = broker.run_tiering([topic])[tp]
+        if result.error is not None:
+            raise result.error
+        rows = broker.segments(tp)
+        lg = broker.log(tp)
+        read = {"local": 0, "remote": 0}
+        offset, matches = 0, True
+        while offset < records:
+            fetched = broker.fetch(tp, offset, 64 * 1024)
+            got = fetched.records_list()
+            if not got:
+                matches = False
+                break
+            for rec in got:
+                matches = matches and rec.value == values[rec.offset]
+                read[fetched.tier] += 1
+            offset = fetched.next_offset
+        active = lg.active_segment.log_path
+        doc = {
+            "topic": topic, "storage": storage, "records_produced": records,
+            "dir": str(work), "server_properties": str(props),
+            "log_dirs": [str(work / "disk1"), str(work / "disk2")],
+            "remote_dir": str(work / "remote"),
+            "active_segment": str(active),
+            "segment_bytes": int(DEMO_TOPIC_CONFIG["segment.bytes"]),
+            "segments": [{"base_offset": r.base_offset, "end_offset": r.end_offset,
+                          "bytes": r.size, "local": r.local, "remote": r.remote}
+                         for r in rows],
+            "copied_segments": len(result.copied),
+            "copied_bytes": sum(m.segment_size_in_bytes for m in result.copied),
+            "local_segments_deleted": result.local_deleted,
+            "log_start_offset": broker.log_start_offset(tp),
+            "local_log_start_offset": lg.local_log_start_offset,
+            "log_end_offset": lg.log_end_offset,
+            "read_back": {"from_offset": 0, "records": read["local"] + read["remote"],
+                          "from_remote": read["remote"], "from_local": read["local"],
+                          "matches": matches and offset >= records},
+        }
     doc["seconds"] = round(time.perf_counter() - started, 3)
     return doc
 
@@ -178,4 +241,5 @@ def show_tiering(doc: dict[str, Any]) -> None:
               f"from the remote tier and {back['from_local']} from the local log: {status}")
 
 
-__all__ = ["DEMO_TOPIC_CONFIG", "quickstart", "show_tiering", "tiering_demo"]
+__all__ = ["DEFAULT_DIR", "DEMO_TOPIC_CONFIG", "MARKER", "next_commands", "prepare_dir",
+           "quickstart", "show_tiering", "tiering_demo"]
