@@ -126,7 +126,7 @@ def serve_endpoints(count: int) -> int:
 def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[str, Any]:
     cfg = BrokerConfig({"broker.id": "0", "log.dirs": "/nonexistent",
                         "controller.batch.writes": str(batched).lower(),
-                        "controller.batch.size": "1000", "request.timeout.ms": "120000",
+                        "request.timeout.ms": "120000",
                         "auto.leader.rebalance.enable": "false"})
     core = BrokerCore(cfg, hooks=Hooks(make_plugin_manager(load_entrypoints=False)))
     endpoints = RecordingEndpoints(3)

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="300k records, for a smoke run")
     parser.add_argument("--records", type=int, default=None,
                         help="records in the remote tier (default 5,000,000)")
-    parser.add_argument("--runs", type=int, default=2, help="timed Spark runs (after warm-up)")
+    parser.add_argument("--runs", type=int, default=3, help="timed Spark runs (after warm-up)")
     parser.add_argument("--codec", default="lz4", choices=["none", "gzip", "snappy", "lz4",
                                                            "zstd"])
     args = parser.parse_args(argv)

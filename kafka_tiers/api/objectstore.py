@@ -25,9 +25,11 @@ Commit protocol
     A copy first deletes any manifest of the same segment id (so an earlier attempt stops being
     visible), writes the data and index objects, and writes the manifest last, once every one of
     them is stored. A segment exists for readers only once its manifest does. A store whose
-    ``put`` is thread-safe may declare :attr:`ObjectStore.max_concurrent_puts` above 1: the
-    index objects are then written while the log is (they are small, and a remote store spends
-    their time waiting for round trips), the manifest still after all of them. When any step
+    ``put`` is thread-safe may declare :attr:`ObjectStore.max_concurrent_puts` above 1: once
+    the log is stored, the index objects are then written all at once (they are small: a remote
+    store spends their time waiting for round trips), the manifest still after all of them. The
+    log goes first so that a failure of its (long) upload, an outage, leaves nothing committed
+    that the cleanup would then be unable to delete. When any step
     fails, everything the attempt wrote is deleted once nothing of it is in flight (best effort;
     what cannot be deleted is unreferenced garbage that
     :meth:`ObjectStoreRemoteStorageManager.collect_orphans` removes later). A delete removes the
@@ -405,10 +407,10 @@ class ObjectStore(ABC):
     Class attributes:
         max_delete_batch: the most keys one :meth:`delete_many` call receives (S3: 1000).
         max_concurrent_puts: how many :meth:`put` calls of one segment copy may run at once
-            (the log and the small index objects, on separate threads); 1 (the default): one
-            after the other. Declare more only when ``put`` is thread-safe. Wrappers (see
-            :meth:`ObjectStoreRemoteStorageManager.wrap_object_store`) keep the default
-            unless they declare it themselves.
+            (the small index objects, on separate threads, once the log is stored); 1 (the
+            default): one after the other. Declare more only when ``put`` is thread-safe.
+            Wrappers (see :meth:`ObjectStoreRemoteStorageManager.wrap_object_store`) keep
+            the default unless they declare it themselves.
     """
 
     max_delete_batch: ClassVar[int] = 1000
@@ -994,10 +996,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
     def _put_concurrently(self, keys: Mapping[ObjectKind, str], sources: Sequence[_Source],
                           stale: Sequence[str], sid: str, workers: int
                           ) -> list[tuple[int, str]]:
-        """Store ``sources`` (the log first) with up to ``workers`` puts at once, and delete
-        ``stale`` meanwhile: the log on this thread, the rest on a pool. Returns (size,
-        sha256) per source, in order. Returns or raises only once every put has ended; the
-        first failure cancels the others (their sources stop being read) and is raised."""
+        """Store ``sources``: the first (the log) on this thread while ``stale`` is deleted on
+        a pool, then, once it is stored, the others with up to ``workers`` puts at once.
+        Returns (size, sha256) per source, in order. Returns or raises only once every put
+        has ended; the first failure cancels the others (their sources stop being read, no
+        further put starts) and is raised."""
         cancel = threading.Event()
         lock = threading.Lock()
         failures: list[BaseException] = []
@@ -1013,17 +1016,18 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 raise
 
         first, rest = sources[0], sources[1:]
-        pool = ThreadPoolExecutor(max(1, min(workers - 1, len(rest) + 1)),
+        pool = ThreadPoolExecutor(max(1, min(workers, len(rest))),
                                   thread_name_prefix="kafka-tiers-copy")
-        futures: list[Future[Any]] = []
+        side: list[Future[tuple[int, str]]] = []
         try:
             if stale:
-                futures.append(pool.submit(guarded, self._delete, stale, sid))
-            side = [pool.submit(guarded, self._put_source, keys[s.kind], s, sid, cancel)
-                    for s in rest]
-            futures += side
+                pool.submit(guarded, self._delete, stale, sid)
             with contextlib.suppress(BaseException):  # recorded in failures, raised below
                 head = guarded(self._put_source, keys[first.kind], first, sid, cancel)
+            with lock:
+                if not cancel.is_set():
+                    side = [pool.submit(guarded, self._put_source, keys[s.kind], s, sid,
+                                        cancel) for s in rest]
         finally:
             pool.shutdown(wait=True)  # nothing of this copy is in flight after this line
         if failures:

@@ -55,8 +55,8 @@ CLUSTER_KEYS: tuple[ConfigKey, ...] = (
               "Timeout of requests between brokers and of acks=all produce waits."),
     ConfigKey("controller.batch.writes", Bool(), True,
               "Write partition states in atomic multi-writes (one round trip per batch)."),
-    ConfigKey("controller.batch.size", Int(min=1, max=100000), 1000,
-              "Partition states per multi-write."),
+    ConfigKey("controller.batch.size", Int(min=1, max=100000), 2500,
+              "Partition states per multi-write (at most 512 KiB of them)."),
 )
 
 __all__ = ["CLUSTER_KEYS"]

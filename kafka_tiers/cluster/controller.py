@@ -469,14 +469,19 @@ class Controller:
                              to: Iterable[int] | None = None,
                              log_dirs: Mapping[tuple[TopicPartition, int], str] | None = None
                              ) -> dict[int, bool]:
-        per: dict[int, list[dict[str, Any]]] = {}
+        per: dict[int, list[dict[str, Any]]] = {b: [] for b in self.live}
         only = set(to) if to is not None else None
+        live = self.live
         for tp, st in states.items():
+            shared = None  # one entry object for every broker, unless log dirs differ
             for b in self.assignments.get(tp, ()):
-                if b in self.live and (only is None or b in only):
-                    per.setdefault(b, []).append(
-                        self._entry(tp, st, (log_dirs or {}).get((tp, b))))
-        return self._broadcast(ApiKey.LEADER_AND_ISR, per)
+                if b in live and (only is None or b in only):
+                    if log_dirs:
+                        entry = self._entry(tp, st, log_dirs.get((tp, b)))
+                    else:
+                        entry = shared = shared or self._entry(tp, st)
+                    per[b].append(entry)
+        return self._broadcast(ApiKey.LEADER_AND_ISR, {b: e for b, e in per.items() if e})
 
     def _broadcast(self, api: ApiKey, per: Mapping[int, list[dict[str, Any]]],
                    extra: Mapping[str, Any] | None = None) -> dict[int, bool]:

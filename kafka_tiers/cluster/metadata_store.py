@@ -332,6 +332,11 @@ class TopicAssignment:
                                               (data.get("config") or {}).items()}, version)
 
 
+#: the most bytes of partition-state writes put in one multi (ZooKeeper refuses requests
+#: above ``jute.maxbuffer``, 1 MiB by default)
+MAX_MULTI_BYTES = 512 * 1024
+
+
 class ControllerMovedError(MetadataStoreError):
     """Another broker is the controller (or became it meanwhile)."""
 
@@ -471,10 +476,18 @@ class ClusterMetadata:
                 one(tp, st)
             return written, failed
         step = max(1, batch_size)
-        chunks = [items[i:i + step] for i in range(0, len(items), step)]
+        chunks: list[list[tuple[TopicPartition, PartitionState]]] = [[]]
+        size = 0
+        for item in items:  # at most ``batch_size`` writes and MAX_MULTI_BYTES per multi
+            cost = len(item[0].topic) + 120
+            if chunks[-1] and (len(chunks[-1]) >= step or size + cost > MAX_MULTI_BYTES):
+                chunks.append([])
+                size = 0
+            chunks[-1].append(item)
+            size += cost
         results = self.store.multi_many([
             [*head, *(Op.set(state_path(tp), st.to_json(), st.version) for tp, st in chunk)]
-            for chunk in chunks])
+            for chunk in chunks if chunk])
         for chunk, result in zip(chunks, results, strict=True):
             if isinstance(result, BadVersionError | NoNodeError):
                 guarded(result)
@@ -563,6 +576,7 @@ __all__ = [
     "CONTROLLER",
     "CONTROLLER_EPOCH",
     "DELETE_TOPICS",
+    "MAX_MULTI_BYTES",
     "REASSIGN",
     "TOPICS",
     "BadVersionError",

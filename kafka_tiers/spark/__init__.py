@@ -2,8 +2,8 @@
 export jobs (``kafka-tiers spark ...``).
 
 Optional: needs the ``spark`` extra (``pip install 'kafka-tiers[spark]'``: pyspark, pyarrow,
-numpy). Nothing in the core imports this package; importing it imports no Spark module either,
-only :func:`register` does.
+numpy, pandas, numba). Nothing in the core imports this package; importing it imports no
+Spark module either, only :func:`register` does.
 """
 
 from __future__ import annotations

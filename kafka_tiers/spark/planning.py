@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -531,11 +531,6 @@ def plan(opts: ReadOptions, storage: RemoteStorageManager | None,
     return out
 
 
-def topics_of(slices: Iterable[SegmentSlice]) -> list[str]:
-    """The topics the slices read, sorted."""
-    return sorted({s.topic for s in slices})
-
-
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
     "DEFAULT_MAX_RECORDS_PER_BATCH",
@@ -555,5 +550,4 @@ __all__ = [
     "remote_partitions",
     "remote_segments",
     "resolve_range",
-    "topics_of",
 ]

@@ -43,10 +43,10 @@ def no_leaked_threads() -> Iterator[None]:
     yield
     deadline = time.monotonic() + 10
     while True:
-        # the zookeeper_server fixture's output pumps live for the session; stdout
+        # the test servers (session fixtures) keep their own threads; stdout
         # watchers of killed broker processes end with their pipe
         left = [t for t in threading.enumerate() if t not in before and t.is_alive()
-                and not t.name.startswith("zookeeper")]
+                and not t.name.startswith(("zookeeper", "kt-server"))]
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.05)

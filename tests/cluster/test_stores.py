@@ -187,3 +187,33 @@ def test_suspended_session_expires_and_reconnects(tmp_path: Path) -> None:
     finally:
         s.close()
         server.close()
+
+
+def test_batched_state_writes_stay_under_the_multi_size_cap(tmp_path: Path) -> None:
+    from kafka_tiers.cluster.metadata_store import MAX_MULTI_BYTES
+
+    server = EmbeddedMetadataServer(tmp_path / "cap")
+    s = EmbeddedStore(server)
+    s.start()
+    try:
+        md = ClusterMetadata(s)
+        md.ensure_layout()
+        topic = "t" * 200
+        n = 3000
+        s.multi(md.create_topic_ops(TopicAssignment(topic, {p: (1,) for p in range(n)}),
+                                    {p: PartitionState(1, 0, (1,)) for p in range(n)}))
+        sizes: list[int] = []
+        real = s.multi_many
+
+        def counting(batches):
+            sizes.extend(len(b) for b in batches)
+            return real(batches)
+
+        s.multi_many = counting  # type: ignore[method-assign]
+        states = {TopicPartition(topic, p): PartitionState(1, 1, (1,), 1, 0) for p in range(n)}
+        written, failed = md.write_states(states, batch=True, batch_size=100000)
+        assert len(written) == n and not failed
+        assert len(sizes) > 1 and all(k * (200 + 120) <= MAX_MULTI_BYTES for k in sizes)
+    finally:
+        s.close()
+        server.close()

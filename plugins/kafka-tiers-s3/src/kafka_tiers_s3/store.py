@@ -107,6 +107,9 @@ class S3ObjectStore(MultipartObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = MAX_DELETE_KEYS
+    #: boto3 clients are thread-safe and every put is its own request or upload: the small
+    #: objects of a segment copy go up while its log does
+    max_concurrent_puts: ClassVar[int] = 4
 
     def __init__(self, cfg: S3Config, client: Any | None = None) -> None:
         self.config = cfg
