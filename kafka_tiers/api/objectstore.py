@@ -29,9 +29,9 @@ Commit protocol
     the log is stored, the index objects are then written all at once (they are small: a remote
     store spends their time waiting for round trips), the manifest still after all of them. The
     log goes first so that a failure of its (long) upload, an outage, leaves nothing committed
-    that the cleanup would then be unable to delete. When any step
-    fails, everything the attempt wrote is deleted once nothing of it is in flight (best effort;
-    what cannot be deleted is unreferenced garbage that
+    that the cleanup would then be unable to delete. When any step fails, everything the
+    attempt wrote is deleted once nothing of it is in flight (best effort; what cannot be
+    deleted is unreferenced garbage that
     :meth:`ObjectStoreRemoteStorageManager.collect_orphans` removes later). A delete removes the
     manifest first, then the data.
 
@@ -58,7 +58,6 @@ import io
 import json
 import logging
 import os
-import queue
 import re
 import threading
 import time
@@ -596,93 +595,6 @@ class _HashingReader(io.RawIOBase):
         return n
 
 
-class _ReadAhead(io.RawIOBase):
-    """Reads a :class:`_HashingReader` on a helper thread, up to ``depth`` chunks ahead of the
-    consumer: reading the local file and hashing it (both release the GIL) then run while the
-    store sends or writes the chunks before, instead of between them.
-
-    ``count`` is the bytes handed to the consumer. :meth:`close` stops the helper and waits
-    for it (the reader is not touched after ``close`` returns); errors of the helper (a local
-    read error, a cancelled copy) are raised to the consumer in order.
-    """
-
-    def __init__(self, reader: _HashingReader, chunk: int = _COPY_CHUNK, depth: int = 2) -> None:
-        self._reader = reader
-        self._chunk = chunk
-        self._filled: queue.Queue[tuple[memoryview, int] | BaseException | None] = (
-            queue.Queue(depth))
-        self._free: queue.Queue[memoryview] = queue.Queue()
-        for _ in range(depth + 1):  # depth queued + one being filled; recycled
-            self._free.put(memoryview(bytearray(chunk)))
-        self._stop = threading.Event()
-        self._current: memoryview | None = None
-        self._offset = 0
-        self._end = 0
-        self._done = False
-        self.count = 0
-        self._thread = threading.Thread(target=self._fill, name="kafka-tiers-read-ahead",
-                                        daemon=True)
-        self._thread.start()
-
-    def _offer(self, item: tuple[memoryview, int] | BaseException | None) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._filled.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _fill(self) -> None:
-        try:
-            while not self._stop.is_set():
-                buffer = self._free.get()
-                n = self._reader.readinto(buffer)
-                if not n:
-                    self._offer(None)
-                    return
-                if not self._offer((buffer, n)):
-                    return
-        except BaseException as exc:
-            self._offer(exc)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        if not len(view):
-            return 0
-        while self._current is None or self._offset == self._end:
-            if self._current is not None:
-                self._free.put(self._current)
-                self._current = None
-            if self._done:
-                return 0
-            item = self._filled.get()
-            if item is None:
-                self._done = True
-                return 0
-            if isinstance(item, BaseException):
-                self._done = True
-                raise item
-            self._current, self._end = item
-            self._offset = 0
-        n = min(len(view), self._end - self._offset)
-        view[:n] = self._current[self._offset:self._offset + n]
-        self._offset += n
-        self.count += n
-        return n
-
-    def close(self) -> None:
-        self._stop.set()
-        while self._thread.is_alive():
-            # unblock a helper waiting for a free buffer (an empty one reads as the end)
-            self._free.put_nowait(memoryview(bytearray(0)))
-            self._thread.join(0.05)
-        super().close()
-
-
 class _ManagedStream(io.RawIOBase):
     """A stream handed to the caller: reads from a store stream, translating its errors, and
     closes it when closed."""
@@ -885,10 +797,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 segment_id=segment_id, retriable=False) from None
         try:
             reader = _HashingReader(fh, source.path, length, cancel)
-            # a file of several chunks is read and hashed ahead, on a helper thread
-            raw: _HashingReader | _ReadAhead = (
-                _ReadAhead(reader) if length > 2 * _COPY_CHUNK else reader)
-            buffered = io.BufferedReader(raw, buffer_size=_COPY_CHUNK)
+            buffered = io.BufferedReader(reader, buffer_size=_COPY_CHUNK)
             try:
                 stored = self._call(self.object_store.put, key, buffered, length, key=key,
                                     segment_id=segment_id)
@@ -898,9 +807,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                     raise RemoteStorageError(str(cause), segment_id=segment_id,
                                              retriable=False) from None
                 raise
-            finally:
-                raw.close()  # the helper has ended: the digest is final
-            if raw.count != length or (isinstance(stored, int) and stored != length):
+            if reader.count != length or (isinstance(stored, int) and stored != length):
                 raise RemoteStorageError(
                     f"stored {stored} of {length} bytes of {source.path} under {key}",
                     segment_id=segment_id, resource=key)

@@ -10,19 +10,21 @@ Config keys (under ``rsm.config.`` in ``server.properties``):
 
 Durability: every object is written to a temporary file under ``<dir>/.kt-tmp``, flushed with
 ``fsync``, renamed into place (atomic on POSIX) and its directory fsynced, so a crash leaves the
-old object, or the whole new one, never a torn file. Keys are mapped to paths only after
+old object, or the whole new one, never a torn file. While a large object is written, the write-back
+of what is written so far is started every 8 MiB (without waiting), so that the final ``fsync``
+has little left to flush. Keys are mapped to paths only after
 checking them: no key may escape ``dir`` (``..``, absolute keys and symlinks pointing out are
 refused).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -43,6 +45,8 @@ from kafka_tiers.api.objectstore import validate_key
 TMP_DIR = ".kt-tmp"
 
 _CHUNK = 1 << 20
+#: how many written bytes of an object are handed to write-back at a time
+_WRITEBACK_EVERY = 8 << 20
 
 
 class _RangeReader(io.RawIOBase):
@@ -72,52 +76,38 @@ class _RangeReader(io.RawIOBase):
 
 
 def _copy_into(data: BinaryIO, out: Any) -> int:
-    """Copy ``data`` to the unbuffered file ``out``; returns the bytes copied.
-
-    With ``readinto`` (the copy's hashing reader has it) the bytes go through two preallocated
-    buffers, no bytes object per chunk, and from the second chunk on the write of one buffer
-    runs on a helper thread while the next is read (and hashed) into the other: reading,
-    hashing and writing all release the GIL, so a large object costs about the slower of
-    reading and writing rather than their sum. At most one write is in flight, always of the
-    buffer not being read into, and writes stay in order.
-    """
+    """Copy ``data`` to the unbuffered file ``out``; returns the bytes copied. With
+    ``readinto`` (the copy's hashing reader has it, reading the local file straight into the
+    buffer and hashing it there) the bytes go through one preallocated buffer: no bytes object
+    per chunk, no copy between buffers."""
     readinto = getattr(data, "readinto", None)
+    written = 0
     if readinto is None:
-        written = 0
         while chunk := data.read(_CHUNK):
             _write_all(out, memoryview(chunk))
             written += len(chunk)
         return written
-    buffers = (memoryview(bytearray(_CHUNK)), memoryview(bytearray(_CHUNK)))
-    n = readinto(buffers[0])
-    if not n:
-        return 0
-    written = n
-    pending: Future[None] | None = None
-    writer: ThreadPoolExecutor | None = None
-    try:
-        current = 0
-        while True:
-            view = buffers[current][:n]
-            if pending is None and n < _CHUNK:  # small: no helper thread for one chunk
-                _write_all(out, view)
-            else:
-                if writer is None:
-                    writer = ThreadPoolExecutor(1, thread_name_prefix="kafka-tiers-local-write")
-                if pending is not None:
-                    pending.result()  # the other buffer is free again
-                pending = writer.submit(_write_all, out, view)
-            current ^= 1
-            n = readinto(buffers[current])
-            if not n:
-                break
-            written += n
-        if pending is not None:
-            pending.result()
-    finally:
-        if writer is not None:
-            writer.shutdown(wait=True)  # no write outlives the call, also on failure
+    buffer = memoryview(bytearray(_CHUNK))
+    flushed = 0
+    while n := readinto(buffer):
+        _write_all(out, buffer[:n])
+        written += n
+        if written - flushed >= _WRITEBACK_EVERY:
+            _start_writeback(out, flushed, written - flushed)
+            flushed = written
     return written
+
+
+def _start_writeback(out: Any, offset: int, length: int) -> None:
+    """Start the write-back of a written range without waiting for it (``POSIX_FADV_DONTNEED``
+    on Linux writes dirty pages back asynchronously, and drops them once clean: the remote
+    tier's copy is not read again soon), so the ``fsync`` at the end has little left to
+    flush and the disk works while the rest is read and hashed. Best effort."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:  # pragma: no cover - not on this platform
+        return
+    with contextlib.suppress(OSError):  # a file system that refuses advice
+        advise(out.fileno(), offset, length, os.POSIX_FADV_DONTNEED)
 
 
 def _write_all(out: Any, view: memoryview) -> None:
@@ -150,8 +140,6 @@ class LocalObjectStore(ObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = 1000
-    #: puts are independent files (a temporary file each, then a rename): thread-safe
-    max_concurrent_puts: ClassVar[int] = 4
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         path = Path(root)

@@ -23,7 +23,7 @@ How the object-store operations map onto the Blob service:
 Uploads larger than one block stage up to ``azure.upload.concurrency`` blocks at once (holding at
 most that many plus one blocks in memory) and commit them in order; when the length is known,
 the first block goes on the wire as soon as it is read. The small objects of a segment copy are
-stored while its log is (:attr:`AzureBlobStore.max_concurrent_puts`).
+stored at once, after its log (:attr:`AzureBlobStore.max_concurrent_puts`).
 
 Errors: every SDK exception is turned into a kafka-tiers error *inside* this module (see
 :meth:`AzureBlobStore.translate_error`) and raised ``from None``, so that no SDK exception -- whose

@@ -183,7 +183,7 @@ class HdfsObjectStore(ObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = 1000
-    #: the index objects of a copy are written while the log is: each put is its own
+    #: the index objects of a copy are written at once (after the log): each put is its own
     #: CREATE + RENAME of a distinct temporary file, through a thread-safe client
     max_concurrent_puts: ClassVar[int] = 4
 

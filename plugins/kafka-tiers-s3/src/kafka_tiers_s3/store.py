@@ -108,7 +108,7 @@ class S3ObjectStore(MultipartObjectStore):
 
     max_delete_batch: ClassVar[int] = MAX_DELETE_KEYS
     #: boto3 clients are thread-safe and every put is its own request or upload: the small
-    #: objects of a segment copy go up while its log does
+    #: objects of a segment copy go up at once (after its log)
     max_concurrent_puts: ClassVar[int] = 4
 
     def __init__(self, cfg: S3Config, client: Any | None = None) -> None:
@@ -121,6 +121,7 @@ class S3ObjectStore(MultipartObjectStore):
         self._secrets = cfg.secrets
         self._pending_aborts: list[tuple[str, str]] = []
         self._pending_lock = threading.Lock()
+        self._call_clock = threading.local()  # the deadline of this thread's call in progress
         self.client = client if client is not None else build_client(cfg)
         self._write_args: dict[str, str] = {"StorageClass": cfg.storage_class}
         if cfg.sse_algorithm is not None:
@@ -131,6 +132,8 @@ class S3ObjectStore(MultipartObjectStore):
             events = self.client.meta.events
             events.register("before-call.s3", self._start_call_clock)
             events.register("before-send.s3", self._check_call_clock)
+            events.register("after-call.s3", self._stop_call_clock)
+            events.register("after-call-error.s3", self._stop_call_clock)
         errors.install_redactor()
         errors.REDACTOR.register(self, self._secrets)
 
@@ -149,12 +152,22 @@ class S3ObjectStore(MultipartObjectStore):
 
     # -- the s3.api.call.timeout budget ------------------------------------------------------
 
-    def _start_call_clock(self, context: dict[str, Any], **_: Any) -> None:
-        context["kt_deadline"] = time.monotonic() + self.config.api_call_timeout_ms / 1000
+    # botocore sends every attempt of a call on the calling thread, and its prepared requests do
+    # not carry the call's context in every version (1.43 has none): the deadline of the call
+    # in progress is kept per thread as well.
 
-    @staticmethod
-    def _check_call_clock(request: Any, **_: Any) -> None:
+    def _start_call_clock(self, context: dict[str, Any], **_: Any) -> None:
+        deadline = time.monotonic() + (self.config.api_call_timeout_ms or 0) / 1000
+        context["kt_deadline"] = deadline
+        self._call_clock.deadline = deadline
+
+    def _stop_call_clock(self, **_: Any) -> None:
+        self._call_clock.deadline = None
+
+    def _check_call_clock(self, request: Any, **_: Any) -> None:
         deadline = (getattr(request, "context", None) or {}).get("kt_deadline")
+        if deadline is None:
+            deadline = getattr(self._call_clock, "deadline", None)
         if deadline is not None and time.monotonic() > deadline:
             # raised inside botocore's send: not retryable, so botocore gives up at once
             raise errors.CallTimeoutError("s3.api.call.timeout spent; no further attempt")
