@@ -230,8 +230,6 @@ def reassign(bootstrap: str | None, directory: str | None, json_file: str, actio
     puts the new replica in that log dir of its broker (document 000 section 2); a replica
     already on that broker is moved between its dirs.
     """
-    import time
-
     from kafka_tiers.api.errors import KafkaTiersError
     from kafka_tiers.log.admin_channel import ReassignmentError, parse_reassignment
 
@@ -242,17 +240,8 @@ def reassign(bootstrap: str | None, directory: str | None, json_file: str, actio
         parse_reassignment(doc)
     except ReassignmentError as exc:
         raise KafkaTiersError(f"{json_file}: {exc}") from None
-    entries = doc["partitions"]
-    with _client(bootstrap, directory) as client:
-        if action == "execute":
-            client.reassign(entries)
-            deadline = time.monotonic() + timeout
-            while wait and client.reassignments():
-                if time.monotonic() > deadline:
-                    raise KafkaTiersError("the reassignment did not finish in time "
-                                          "(it continues; follow with --verify)")
-                time.sleep(0.2)
-        rows = verify_rows(client, entries)
+    rows = run_reassignment(_bootstrap(bootstrap, directory), doc, action, wait=wait,
+                            timeout=timeout)
     if fmt == "json":
         emit_json({"action": action, "partitions": rows})
     else:
@@ -261,6 +250,36 @@ def reassign(bootstrap: str | None, directory: str | None, json_file: str, actio
                        f"{r['replicas']}, wanted {r['wanted']})")
     raise SystemExit(0 if all(r["state"] == "done" for r in rows) or
                      (action == "execute" and not wait) else 1)
+
+
+def run_reassignment(bootstrap: list[str], doc: dict[str, Any], action: str, *,
+                     wait: bool = True, timeout: float = 300.0) -> list[dict[str, Any]]:
+    """Execute (``action="execute"``) or verify a reassignment document (Kafka's JSON with
+    ``log_dirs``) on the cluster at ``bootstrap``; one row per partition
+    (``topic``, ``partition``, ``state``: done / in progress / not done / log dir not
+    reached, ``replicas``, ``wanted``). The entry point ``kafka-tiers reassign`` can call
+    for replicas on other brokers.
+
+    Raises:
+        KafkaTiersError: with ``wait``, the reassignment did not finish in ``timeout``.
+        TransportError: the cluster cannot be reached.
+    """
+    import time
+
+    from kafka_tiers.api.errors import KafkaTiersError
+    from kafka_tiers.cluster.client import ClusterClient
+
+    entries = doc["partitions"]
+    with ClusterClient(bootstrap, timeout=15) as client:
+        if action == "execute":
+            client.reassign(entries)
+            deadline = time.monotonic() + timeout
+            while wait and client.reassignments():
+                if time.monotonic() > deadline:
+                    raise KafkaTiersError("the reassignment did not finish in time "
+                                          "(it continues; follow with --verify)")
+                time.sleep(0.2)
+        return verify_rows(client, entries)
 
 
 def verify_rows(client: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -418,4 +437,5 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "replace")
 
 
-__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "topics", "verify_rows"]
+__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "run_reassignment", "topics",
+           "verify_rows"]

@@ -7,8 +7,9 @@ broker answers a Metadata request from it); a client retries routing errors afte
 
 Produce has no idempotence: a produce retried after a failure that happened after the append
 (a timeout, a leader change while waiting for the ISR) may store the records twice. The
-default is therefore no retry once a request may have reached a broker (``retries=0``);
-requests that certainly did not (no connection, no leader) are retried until the timeout.
+default is therefore no retry once a request may have been acted on (``retries=0``);
+requests that certainly were not (no connection, no leader known, or refused by the broker
+before appending, as a broker not yet told it leads does) are retried until the timeout.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ class ClusterClient:
                 return int(resp.body["base_offset"])
             except TransportError as exc:
                 self._leaders.pop((topic, partition), None)
-                if exc.sent:
+                if not exc.nothing_done:  # it may have been appended: a retry could repeat it
                     attempts += 1
                 if exc.code not in ROUTING or attempts > retries or \
                         time.monotonic() > deadline:

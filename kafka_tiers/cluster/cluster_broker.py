@@ -460,8 +460,10 @@ class ClusterBroker:
                                "partitions": []})
                 continue
             parts = []
+            states = md.partition_states([TopicPartition(topic, p) for p in
+                                          sorted(asg.partitions)])
             for p, reps in sorted(asg.partitions.items()):
-                st = md.partition_state(TopicPartition(topic, p))
+                st = states[TopicPartition(topic, p)]
                 parts.append({"partition": p, "replicas": list(reps),
                               "leader": st.leader if st else -1,
                               "leader_epoch": st.leader_epoch if st else -1,

@@ -286,18 +286,19 @@ class Controller:
         self.live = self.metadata.live_brokers()
         self.shutting_down = set()
         self.assignments, self.states, self.topic_configs = {}, {}, {}
-        for topic in self.metadata.topics():
-            asg = self.metadata.topic(topic)
-            if asg is None:
+        topics = self.metadata.topics()  # pipelined reads: two round trips' latency in all
+        for topic, got in zip(topics, self.store.get_many([topic_path(t) for t in topics]),
+                              strict=True):
+            if got is None or got[0] is None:
                 continue
+            asg = TopicAssignment.from_json(topic, got[0], got[1])
             self.topic_configs[topic] = dict(asg.config)
             self.topic_versions[topic] = asg.version
             for p, reps in asg.partitions.items():
-                tp = TopicPartition(topic, p)
-                self.assignments[tp] = reps
-                st = self.metadata.partition_state(tp)
-                if st is not None:
-                    self.states[tp] = st
+                self.assignments[TopicPartition(topic, p)] = reps
+        for tp, st in self.metadata.partition_states(list(self.assignments)).items():
+            if st is not None:
+                self.states[tp] = st
         self.reassigning = {}
         self.active = True
         for b, reg in sorted(self.live.items()):  # a new controller reports what it finds
@@ -486,13 +487,15 @@ class Controller:
     def _broadcast(self, api: ApiKey, per: Mapping[int, list[dict[str, Any]]],
                    extra: Mapping[str, Any] | None = None) -> dict[int, bool]:
         brokers = self._brokers_map()
+        fenced = sorted(self.shutting_down)  # leaders never add these to an ISR
 
         def send(b: int, parts: list[dict[str, Any]]) -> bool:
             reg = self.live.get(b)
             if reg is None:
                 return False
             body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
-                    "brokers": brokers, "partitions": parts, **(extra or {})}
+                    "brokers": brokers, "fenced": fenced, "partitions": parts,
+                    **(extra or {})}
             try:
                 self.client.send(address_of(reg), api, body, timeout=self.request_timeout)
                 return True
@@ -694,6 +697,14 @@ class Controller:
         written = self._write(changes, decide) if changes else {}
         self._commit_states(written)
         self._send_leader_and_isr(written)
+        self._send_brokers_update()  # every leader learns the broker is fenced
+        # it stops following (so it cannot rejoin an ISR before it goes)
+        following = [{"topic": tp.topic, "partition": tp.partition}
+                     for tp, reps in self.assignments.items()
+                     if broker_id in reps and tp in self.states
+                     and self.states[tp].leader != broker_id]
+        if following and broker_id in self.live:
+            self._broadcast(ApiKey.STOP_REPLICA, {broker_id: following}, {"delete": False})
         remaining = [str(tp) for tp, st in self.states.items() if st.leader == broker_id]
         return {"remaining": remaining, "moved": len(written)}
 

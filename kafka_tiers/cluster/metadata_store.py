@@ -203,6 +203,11 @@ class MetadataStore(abc.ABC):
                 out.append(exc)
         return out
 
+    def get_many(self, paths: Sequence[str]) -> list[tuple[Any, int] | None]:
+        """``get`` of several nodes (None for a missing one). Implementations may pipeline
+        the reads."""
+        return [self.get_or_none(p) for p in paths]
+
     @abc.abstractmethod
     def watch_children(self, path: str, callback: Watcher) -> None:
         """Call ``callback(path)`` whenever the children of ``path`` change (and once now)."""
@@ -411,6 +416,13 @@ class ClusterMetadata:
         if got is None or got[0] is None:
             return None
         return TopicAssignment.from_json(topic, got[0], got[1])
+
+    def partition_states(self, tps: Sequence[TopicPartition]
+                         ) -> dict[TopicPartition, PartitionState | None]:
+        """Several partitions' states in one pipelined read."""
+        got = self.store.get_many([state_path(tp) for tp in tps])
+        return {tp: None if g is None or g[0] is None else PartitionState.from_json(*g)
+                for tp, g in zip(tps, got, strict=True)}
 
     def partition_state(self, tp: TopicPartition) -> PartitionState | None:
         """A partition's leader, epoch and ISR with the node version, or None."""

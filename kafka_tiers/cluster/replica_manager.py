@@ -23,6 +23,7 @@ Consumers
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -313,6 +314,8 @@ class ReplicaManager:
         self.request_timeout = int(config["request.timeout.ms"]) / 1000.0
         self.partitions: dict[TopicPartition, Partition] = {}
         self.brokers: dict[int, str] = {}
+        #: brokers in controlled shutdown: never added to an ISR
+        self.fenced: set[int] = set()
         self.controller_epoch = 0
         self._lock = threading.RLock()
         self._fetchers: dict[int, _Fetcher] = {}
@@ -336,7 +339,7 @@ class ReplicaManager:
         p = self.partitions.get(tp)
         if p is None:
             raise ApiError(f"broker {self.broker_id} has no replica of {tp}",
-                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, nothing_done=True)
         return p
 
     def _now(self) -> float:
@@ -354,22 +357,34 @@ class ReplicaManager:
             raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
                            ErrorCode.STALE_CONTROLLER_EPOCH)
         self.controller_epoch = cepoch
-        if "brokers" in body:
-            self.brokers = {int(k): str(v) for k, v in body["brokers"].items()}
-        results = []
-        for e in body.get("partitions", []):
+        self._learn_brokers(body)
+        entries = list(body.get("partitions", []))
+
+        def one(e: Mapping[str, Any]) -> dict[str, Any]:
             tp = TopicPartition(e["topic"], int(e["partition"]))
             try:
                 self._apply(tp, e, cepoch)
                 code = ErrorCode.NONE
             except ApiError as exc:
                 code = exc.code
-            except Exception as exc:
+            except Exception:
                 log.exception("broker %s: LeaderAndIsr for %s failed", self.broker_id, tp)
                 code = ErrorCode.UNKNOWN
-                del exc
-            results.append({"topic": tp.topic, "partition": tp.partition, "error": int(code)})
-        return {"partitions": results}
+            return {"topic": tp.topic, "partition": tp.partition, "error": int(code)}
+
+        if len(entries) < 32:
+            return {"partitions": [one(e) for e in entries]}
+        # partitions are independent; their role changes write (and fsync) leader-epoch
+        # checkpoints, so several run at once
+        with concurrent.futures.ThreadPoolExecutor(
+                max_workers=8, thread_name_prefix=f"leader-and-isr-{self.broker_id}") as pool:
+            return {"partitions": list(pool.map(one, entries))}
+
+    def _learn_brokers(self, body: Mapping[str, Any]) -> None:
+        if "brokers" in body:
+            self.brokers = {int(k): str(v) for k, v in body["brokers"].items()}
+        if "fenced" in body:
+            self.fenced = {int(b) for b in body["fenced"]}
 
     def _apply(self, tp: TopicPartition, e: Mapping[str, Any], cepoch: int) -> None:
         leader, epoch = int(e["leader"]), int(e["leader_epoch"])
@@ -448,6 +463,7 @@ class ReplicaManager:
         if cepoch < self.controller_epoch:
             raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
                            ErrorCode.STALE_CONTROLLER_EPOCH)
+        self._learn_brokers(body)
         out = []
         for e in body.get("partitions", []):
             tp = TopicPartition(e["topic"], int(e["partition"]))
@@ -502,11 +518,11 @@ class ReplicaManager:
         with p.lock:
             if not p.is_leader:
                 raise ApiError(f"broker {self.broker_id} is not the leader of {tp}",
-                               ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                               ErrorCode.NOT_LEADER_OR_FOLLOWER, nothing_done=True)
             if acks == -1 and len(p.isr) < self.min_isr:
                 raise ApiError(f"{tp}: ISR {list(p.isr)} is smaller than "
                                f"min.insync.replicas={self.min_isr}",
-                               ErrorCode.NOT_ENOUGH_REPLICAS)
+                               ErrorCode.NOT_ENOUGH_REPLICAS, nothing_done=True)
             epoch = p.leader_epoch
             info = p.log.append(records, leader_epoch=epoch)
             self._maybe_advance_hw(p)
@@ -613,6 +629,7 @@ class ReplicaManager:
             f.last_caught_up = max(f.last_caught_up, f.last_fetch_time)
         f.leo, f.last_fetch_leo, f.last_fetch_time = offset, leo, now
         if (r not in p.isr and r in p.replicas and r in self.brokers
+                and r not in self.fenced
                 and offset >= p.log.high_watermark and offset >= p.epoch_start_offset):
             self._write_isr(p, lambda isr: tuple(sorted({*isr, r})), f"{r} caught up")
         self._maybe_advance_hw(p)

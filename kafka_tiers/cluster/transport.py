@@ -112,12 +112,15 @@ class TransportError(KafkaTiersError):
     """
 
     def __init__(self, message: str, code: ErrorCode = ErrorCode.UNKNOWN, *,
-                 sent: bool = True) -> None:
+                 sent: bool = True, nothing_done: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.retriable = code in RETRIABLE
         #: False when the request certainly never reached the other side (no connection)
         self.sent = sent
+        #: True when the other side refused before acting (a produce appended nothing), so
+        #: sending the same request again cannot do it twice
+        self.nothing_done = nothing_done or not sent
 
 
 class ApiError(TransportError):
@@ -170,7 +173,8 @@ class HandlerTable:
         try:
             return entry[2](req)
         except TransportError as exc:
-            return Response({"message": str(exc)}, error=exc.code)
+            return Response({"message": str(exc), "nothing_done": exc.nothing_done},
+                            error=exc.code)
         except KafkaTiersError as exc:
             return Response({"message": f"{type(exc).__name__}: {exc}"},
                             error=error_code_for(exc))
@@ -267,9 +271,10 @@ class Client:
         resp = self.send_raw(address, api_key, body, payload=payload, version=version,
                              timeout=timeout)
         if resp.error != ErrorCode.NONE:
-            raise TransportError(f"{ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else api_key} to {address}: "  # noqa: E501
-                                 f"{resp.error.name}: {resp.body.get('message', '')}",
-                                 resp.error)
+            name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else api_key
+            raise TransportError(f"{name} to {address}: {resp.error.name}: "
+                                 f"{resp.body.get('message', '')}", resp.error,
+                                 nothing_done=bool(resp.body.get("nothing_done")))
         return resp
 
     def send_raw(self, address: str, api_key: int, body: Mapping[str, Any], *,

@@ -156,6 +156,23 @@ class ZooKeeperStore(MetadataStore):
             raise _translate(exc, path) from None
         return None if stat is None else stat.version
 
+    def get_many(self, paths: Sequence[str]) -> list[tuple[Any, int] | None]:
+        """Pipelined: every read is sent before the first answer is awaited."""
+        from kazoo import exceptions as kz
+
+        pending = [self.client.get_async(p) for p in paths]
+        out: list[tuple[Any, int] | None] = []
+        for path, p in zip(paths, pending, strict=True):
+            try:
+                raw, stat = p.get()
+            except kz.NoNodeError:
+                out.append(None)
+                continue
+            except Exception as exc:
+                raise _translate(exc, path) from None
+            out.append((decode(raw), stat.version))
+        return out
+
     def set(self, path: str, data: Any, version: int = -1) -> int:
         try:
             stat = self.client.set(path, encode(data) if data is not None else b"", version)

@@ -217,3 +217,17 @@ def test_batched_state_writes_stay_under_the_multi_size_cap(tmp_path: Path) -> N
     finally:
         s.close()
         server.close()
+
+
+def test_pipelined_reads_of_partition_states(stores: tuple) -> None:
+    make, _ = stores
+    md = ClusterMetadata(make())
+    md.ensure_layout()
+    asg = TopicAssignment("r", {p: (1, 2) for p in range(50)})
+    md.store.multi(md.create_topic_ops(asg, {p: PartitionState(1 + p % 2, p, (1, 2))
+                                             for p in range(50)}))
+    tps = [TopicPartition("r", p) for p in range(50)] + [TopicPartition("r", 99)]
+    got = md.partition_states(tps)
+    assert got[TopicPartition("r", 99)] is None
+    assert [got[TopicPartition("r", p)].leader_epoch for p in range(50)] == list(range(50))
+    assert got[TopicPartition("r", 3)].leader == 2 and got[TopicPartition("r", 3)].version == 0
