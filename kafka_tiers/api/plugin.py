@@ -8,7 +8,9 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 
-class Plugin(ABC):
+# ABC so that subclasses' abstract methods are enforced; configure() and close() themselves are
+# optional with documented no-op defaults, hence no abstract method here.
+class Plugin(ABC):  # noqa: B024
     """Base of every plugin interface: ``configure(config)``, ``close()``, context manager.
 
     The core creates a plugin with no arguments, calls :meth:`configure` exactly once before any
@@ -23,7 +25,7 @@ class Plugin(ABC):
 
     SUPPORTED_SPI: ClassVar[str | None] = None
 
-    def configure(self, config: Mapping[str, str]) -> None:
+    def configure(self, config: Mapping[str, str]) -> None:  # noqa: B027
         """Receive the plugin's own settings.
 
         Args:
@@ -35,7 +37,7 @@ class Plugin(ABC):
                 value of a secret.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027
         """Release every resource the plugin holds. Safe to call more than once."""
 
     def __enter__(self) -> Self:
