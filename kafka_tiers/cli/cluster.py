@@ -230,18 +230,29 @@ def reassign(bootstrap: str | None, directory: str | None, json_file: str, actio
     puts the new replica in that log dir of its broker (document 000 section 2); a replica
     already on that broker is moved between its dirs.
     """
+    if action is None:
+        raise click.UsageError("give --execute or --verify")
+    reassign_on_cluster(_bootstrap(bootstrap, directory), json_file, action, wait=wait,
+                        timeout=timeout, fmt=fmt)
+
+
+def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wait: bool,
+                        timeout: float, fmt: str) -> None:
+    """Run a reassignment file through the cluster's controller and report per partition
+    (``cluster reassign``, and ``kafka-tiers reassign --bootstrap-server``); exits 0 when
+    every partition is done (or, with --execute --no-wait, once submitted)."""
     from kafka_tiers.api.errors import KafkaTiersError
     from kafka_tiers.log.admin_channel import ReassignmentError, parse_reassignment
 
-    if action is None:
-        raise click.UsageError("give --execute or --verify")
-    doc = json.loads(Path(json_file).read_text())
+    try:
+        doc = json.loads(Path(json_file).read_text())
+    except (OSError, ValueError) as exc:
+        raise KafkaTiersError(f"cannot read {json_file}: {exc}") from None
     try:
         parse_reassignment(doc)
     except ReassignmentError as exc:
         raise KafkaTiersError(f"{json_file}: {exc}") from None
-    rows = run_reassignment(_bootstrap(bootstrap, directory), doc, action, wait=wait,
-                            timeout=timeout)
+    rows = run_reassignment(bootstrap, doc, action, wait=wait, timeout=timeout)
     if fmt == "json":
         emit_json({"action": action, "partitions": rows})
     else:
@@ -437,5 +448,5 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "replace")
 
 
-__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "run_reassignment", "topics",
-           "verify_rows"]
+__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "reassign_on_cluster", "run_reassignment",
+           "topics", "verify_rows"]

@@ -23,8 +23,9 @@ def parse_duration(text: str) -> float:
     return float(m[1]) * scale
 
 
-def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
-    return parse_duration(value)
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None
+              ) -> float | None:
+    return None if value is None else parse_duration(value)
 
 
 def _load(path: str) -> Any:
@@ -196,22 +197,28 @@ def verify_rows(dirs: list[str], local: dict[Any, str]) -> list[dict[str, Any]]:
 
 
 @click.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
-              help="The broker's server.properties (broker.id and log.dirs).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="The broker's server.properties (broker.id and log.dirs): moves between "
+              "the log dirs of this broker.")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+              help="A running cluster: the whole file goes to its controller, which moves "
+              "replicas between brokers and into the requested log dirs.")
 @click.option("--reassignment-json-file", "json_file", required=True,
               type=click.Path(dir_okay=False),
               help='Kafka\'s reassignment JSON with "log_dirs" per replica (document 000).')
 @click.option("--execute", "action", flag_value="execute", help="Start the moves.")
 @click.option("--verify", "action", flag_value="verify",
               help="Report per replica whether it sits in the requested dir.")
-@click.option("--timeout", default="10s", show_default=True, callback=_duration,
-              help="How long --execute waits for the running broker to take the request.")
+@click.option("--timeout", default=None, callback=_duration,
+              help="How long --execute waits for the running broker to take the request "
+              "(default 10s), or with --bootstrap-server for the controller to finish "
+              "(default 300s).")
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="With a running broker: follow the moves until they finish.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-def reassign(config_path: str, json_file: str, action: str | None, timeout: float,
-             wait: bool, fmt: str) -> None:
+def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
+             action: str | None, timeout: float | None, wait: bool, fmt: str) -> None:
     """Move replicas between the log dirs of a broker.
 
     The file is Kafka's reassignment JSON; document 000 adds "log_dirs", one per replica:
@@ -221,13 +228,18 @@ def reassign(config_path: str, json_file: str, action: str | None, timeout: floa
     broker running, this command opens the log dirs and moves them itself. A progress bar
     follows the moves. --verify reports per replica whether it sits in the requested dir.
 
-    Replicas on other brokers need the cluster (a later release): they are named and skipped.
+    With --bootstrap-server the file goes to a running cluster's controller instead
+    (document 003 section F): replicas move between brokers, into the log dirs requested
+    (document 000 section 2). With --config alone, replicas on other brokers are named and
+    skipped.
 
     \b
     Examples:
       kafka-tiers log-dirs plan --config server.properties --output plan.json
       kafka-tiers reassign --config server.properties --reassignment-json-file plan.json --execute
       kafka-tiers reassign --config server.properties --reassignment-json-file plan.json --verify
+      kafka-tiers reassign --bootstrap-server 127.0.0.1:9092 --reassignment-json-file r.json \\
+          --execute
     """
     from kafka_tiers.api.errors import KafkaTiersError
     from kafka_tiers.cli.log_dirs import load_dirs
@@ -239,6 +251,17 @@ def reassign(config_path: str, json_file: str, action: str | None, timeout: floa
 
     if action is None:
         raise click.UsageError("give --execute or --verify")
+    if bootstrap:
+        from kafka_tiers.cli.cluster import reassign_on_cluster
+
+        servers = [b.strip() for b in bootstrap.split(",") if b.strip()]
+        reassign_on_cluster(servers, json_file, action, wait=wait,
+                            timeout=300.0 if timeout is None else timeout, fmt=fmt)
+        return
+    if config_path is None:
+        raise click.UsageError("give --config (this broker's log dirs) or --bootstrap-server "
+                               "(a cluster)")
+    timeout = 10.0 if timeout is None else timeout
     cfg, dirs = load_dirs(config_path)
     broker = cfg["broker.id"]
     try:
@@ -251,7 +274,8 @@ def reassign(config_path: str, json_file: str, action: str | None, timeout: floa
                         f"{a.broker}" for a in remote})
         click.echo(f"note: {len(names)} replica(s) on other brokers skipped "
                    f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}): "
-                   "inter-broker moves need the cluster (a later issue)", err=True)
+                   "give --bootstrap-server to move replicas between brokers through the "
+                   "cluster's controller", err=True)
     if not local:
         raise KafkaTiersError(f"nothing to do on broker {broker} (broker.id in {config_path})")
     quiet = fmt == "json"

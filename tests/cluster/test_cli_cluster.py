@@ -80,29 +80,33 @@ def tcp_cluster(tmp_path: Path):
     c.close()
 
 
-def test_reassign_command_moves_replicas_across_brokers_into_log_dirs(tcp_cluster, tmp_path
-                                                                       ) -> None:
+@pytest.mark.parametrize("command", [("cluster", "reassign"), ("reassign",)],
+                         ids=["cluster-reassign", "reassign"])
+def test_reassign_command_moves_replicas_across_brokers_into_log_dirs(
+        tcp_cluster, tmp_path, command: tuple[str, ...]) -> None:
+    # `kafka-tiers reassign --bootstrap-server` (the JBOD command) drives the same controller
     c = tcp_cluster
+    topic = "r-" + "-".join(command)
     boot = ",".join(c.addresses())
-    code, out = run("topics", "create", "r", "--partitions", "1", "--replication-factor", "2",
+    code, out = run("topics", "create", topic, "--partitions", "1", "--replication-factor", "2",
                     "--broker-ids", "1,2", "--bootstrap-server", boot, "--format", "json")
     assert code == 0
     before = json.loads(out)["assignment"]["0"]
-    code, _ = run("topics", "produce", "r", "a", "b", "c", "--bootstrap-server", boot)
+    code, _ = run("topics", "produce", topic, "a", "b", "c", "--bootstrap-server", boot)
     assert code == 0
     target = [3, before[0]]
     dest = c.broker_config(3)["log.dirs"].split(",")[1]
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "r", "partition": 0, "replicas": target, "log_dirs": [dest, "any"]}]}))
-    code, out = run("cluster", "reassign", "--reassignment-json-file", str(plan), "--execute",
+        {"topic": topic, "partition": 0, "replicas": target, "log_dirs": [dest, "any"]}]}))
+    code, out = run(*command, "--reassignment-json-file", str(plan), "--execute",
                     "--bootstrap-server", boot, "--format", "json")
     assert code == 0, out
     assert json.loads(out)["partitions"][0]["state"] == "done"
-    code, out = run("cluster", "reassign", "--reassignment-json-file", str(plan), "--verify",
+    code, out = run(*command, "--reassignment-json-file", str(plan), "--verify",
                     "--bootstrap-server", boot)
     assert code == 0 and "done" in out
-    code, out = run("topics", "consume", "r", "--bootstrap-server", boot, "--format", "json")
+    code, out = run("topics", "consume", topic, "--bootstrap-server", boot, "--format", "json")
     assert [r["value"] for r in json.loads(out)] == ["a", "b", "c"]
 
 

@@ -24,7 +24,8 @@ def test_docs_cover_jbod_operation() -> None:
                    "-future", "-delete", "KAFKA_STORAGE_ERROR", "LOG_DIR_NOT_FOUND",
                    "resumes", "promoted", "left", "deleted", ".kafka-tiers-admin",
                    "status-<id>.json", "broker-state.json", "log_dir_failed", "choose_log_dir",
-                   "replica_moved", "on_all_dirs_offline", "inter-broker moves need the cluster",
+                   "replica_moved", "on_all_dirs_offline",
+                   "give --bootstrap-server to move replicas between brokers",
                    "benchmarks/replica_move.py"):
         assert needle in text, needle
 
