@@ -116,6 +116,7 @@ def test_quickstart_human_and_json(tmp_path: Path) -> None:
     assert "replica placer 'multi-level-rack' from kafka-tiers" in text
     assert "per level 1 (3 domains)" in res.stdout
     assert "from the remote tier" in text and "all match" in text
+    assert "300 of 300 acknowledged records present after the failover: none lost" in text
     # the printed follow-up commands work on the files it left
     props = work.resolve() / "server.properties"
     assert f"kafka-tiers log-dirs describe --config {props}" in text
@@ -140,6 +141,13 @@ def test_quickstart_human_and_json(tmp_path: Path) -> None:
     assert len(json.loads(listed.stdout)["segments"]) == tiering["copied_segments"]
     dumped = run("dump-log", tiering["active_segment"], "--format", "json")
     assert dumped.returncode == 0, dumped.stderr
+    cluster = doc["cluster"]
+    assert cluster["placer"] == "multi-level-rack" and cluster["brokers"] == 3
+    assert all(len(set(r)) == 3 for r in cluster["assignment"].values())
+    killed = cluster["killed_broker"]
+    assert [p["leader"] for p in cluster["after"] if p["partition"] == 0] != [killed]
+    assert all(killed not in p["isr"] for p in cluster["after"])
+    assert cluster["present_after_failover"] == cluster["acknowledged"] == 300
 
 
 def test_quickstart_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:

@@ -56,6 +56,10 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     cleanly and its files stay, so the commands printed at the end (log-dirs describe,
     reassign, remote ls, dump-log) work on them.
 
+    Last, a 3-broker cluster (one broker per data centre, embedded metadata store) creates a
+    topic through the same placer, takes records with acks=all, loses the leader of a
+    partition, elects a new one, and shows that every acknowledged record is still there.
+
     \b
     Examples:
       kafka-tiers quickstart
@@ -79,13 +83,14 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
         plan = core.plan_topic(cluster, topic, partitions, replication_factor)
         core.topic_created(topic, plan)
         tiering = tiering_demo(cfg, topic, records, core.hooks, Path(work_dir))
+    cluster_doc = cluster_demo(cfg, Path(work_dir).resolve())
     if fmt == "json":
         quality = placement_quality(list(plan.values()), cluster)
-        emit_json({"version": 1, "config": config_file, "cluster": cluster_file,
+        emit_json({"version": 1, "config": config_file, "cluster_file": cluster_file,
                    "placer": cfg["broker.replica.placer"],
                    "placement": reassignment_json(plan),
                    "quality": quality.to_dict(),
-                   "tiering": tiering})
+                   "tiering": tiering, "cluster": cluster_doc})
         return
     out = console()
     out.rule("kafka-tiers quick start")
@@ -97,6 +102,8 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     show_placement(plan, cluster, None, cfg["broker.replica.placer"])
     out.print()
     show_tiering(tiering)
+    out.print()
+    show_cluster(cluster_doc)
     out.print()
     out.print("Next, on the quick-start broker's files:")
     for command in next_commands(tiering):
@@ -112,6 +119,7 @@ def next_commands(doc: dict[str, Any]) -> list[str]:
         f"kafka-tiers remote ls --storage local --set dir={doc['remote_dir']} "
         f"--topic {topic} --partition 0",
         f"kafka-tiers dump-log {doc['active_segment']} --print-data",
+        "kafka-tiers cluster start --brokers 3 --racks /dc1/r1,/dc2/r1,/dc3/r1",
         "kafka-tiers place --cluster your-cluster.json --partitions N --replication-factor R "
         "--format json",
         "kafka-tiers plugins list",
@@ -216,6 +224,83 @@ def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
     return doc
 
 
+#: the cluster part's racks: one broker per data centre.
+DEMO_RACKS = ("/dc1/rack1", "/dc2/rack1", "/dc3/rack1")
+
+
+def cluster_demo(cfg: Any, work: Path, records: int = 100) -> dict[str, Any]:
+    """Start a 3-broker cluster in this process (embedded metadata store) under
+    ``work/cluster``, create a topic through the configured placer, produce with acks=all,
+    kill the leader of partition 0, and check every acknowledged record after failover;
+    returns the figures (the ``cluster`` JSON section)."""
+    import time
+
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+
+    started = time.perf_counter()
+    placer_keys = {k: v for k, v in cfg.originals.items()
+                   if k == "broker.replica.placer" or k.startswith("placer.")}
+    topic = "payments"
+    cluster = LocalCluster(work / "cluster", 3, racks=DEMO_RACKS, overrides=placer_keys)
+    cluster.start()
+    try:
+        client = cluster.client()
+        assignment = client.create_topic(topic, 3, 3)
+        acked = 0
+        for p in range(3):
+            for i in range(records):
+                client.produce(topic, p, [(f"key-{i}".encode(), f"payment {p}-{i}".encode())])
+                acked += 1
+        before = client.describe_topic(topic)
+        victim = next(x["leader"] for x in before if x["partition"] == 0)
+        kill_at = time.perf_counter()
+        cluster.kill(victim)
+        cluster.wait_until(lambda: client.leader(topic, 0, refresh=True) not in (victim, -1),
+                           30, "no new leader after the failover")
+        failover_s = time.perf_counter() - kill_at
+        after = client.describe_topic(topic)
+        present = sum(len(client.read_all(topic, p)) for p in range(3))
+    finally:
+        cluster.close()
+    return {"brokers": 3, "racks": list(DEMO_RACKS), "topic": topic,
+            "placer": placer_keys.get("broker.replica.placer", "rack-aware"),
+            "assignment": {str(p): r for p, r in sorted(assignment.items())},
+            "acknowledged": acked, "killed_broker": victim,
+            "failover_seconds": round(failover_s, 3),
+            "before": [_partition_row(x) for x in before],
+            "after": [_partition_row(x) for x in after],
+            "present_after_failover": present,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _partition_row(x: dict[str, Any]) -> dict[str, Any]:
+    return {"partition": x["partition"], "replicas": list(x["replicas"]),
+            "leader": x["leader"], "leader_epoch": x["leader_epoch"], "isr": list(x["isr"])}
+
+
+def show_cluster(doc: dict[str, Any]) -> None:
+    """Print the cluster part: leaders and ISR before and after the failover."""
+    from rich.table import Table
+
+    out = console()
+    out.print(f"cluster: {doc['brokers']} brokers in {', '.join(doc['racks'])} (embedded "
+              f"metadata store); topic {doc['topic']} placed by {doc['placer']!r}; "
+              f"{doc['acknowledged']} records produced with acks=all")
+    table = Table(title=f"failover: broker {doc['killed_broker']} killed")
+    for column in ("partition", "replicas", "leader before", "leader after", "epoch after",
+                   "isr after"):
+        table.add_column(column, justify="right")
+    for b, a in zip(doc["before"], doc["after"], strict=True):
+        table.add_row(str(b["partition"]), ",".join(map(str, b["replicas"])),
+                      str(b["leader"]), str(a["leader"]), str(a["leader_epoch"]),
+                      ",".join(map(str, a["isr"])))
+    out.print(table)
+    ok = doc["present_after_failover"] == doc["acknowledged"]
+    out.print(f"new leader in {doc['failover_seconds']} s; {doc['present_after_failover']} of "
+              f"{doc['acknowledged']} acknowledged records present after the failover: "
+              f"{'none lost' if ok else 'LOST RECORDS'}")
+
+
 def show_tiering(doc: dict[str, Any]) -> None:
     """Print the tiering part: a table of segments and the read-back check."""
     from rich.table import Table
@@ -241,5 +326,6 @@ def show_tiering(doc: dict[str, Any]) -> None:
               f"from the remote tier and {back['from_local']} from the local log: {status}")
 
 
-__all__ = ["DEFAULT_DIR", "DEMO_TOPIC_CONFIG", "MARKER", "next_commands", "prepare_dir",
-           "quickstart", "show_tiering", "tiering_demo"]
+__all__ = ["DEFAULT_DIR", "DEMO_RACKS", "DEMO_TOPIC_CONFIG", "MARKER", "cluster_demo",
+           "next_commands", "prepare_dir", "quickstart", "show_cluster", "show_tiering",
+           "tiering_demo"]
