@@ -52,6 +52,7 @@ from kafka_tiers.api import (
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.hooks import Hooks
 from kafka_tiers.log.checkpoints import write_atomic
+from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.log.errors import LogClosedError, LogDirError, OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
@@ -75,14 +76,9 @@ TOPICS_FORMAT_VERSION = 1
 #: the broker's own working directory inside the first log dir (remote index cache).
 WORK_DIR = "kafka-tiers-remote"
 
-try:  # the topic-level log keys (segment.bytes, retention.ms, ...)
-    from kafka_tiers.log.config import _TOPIC_KEYS as _LOG_TOPIC_KEYS
-except ImportError:  # pragma: no cover - the log engine renamed it
-    _LOG_TOPIC_KEYS = {}
-from kafka_tiers.log.config import LogConfig  # noqa: E402
 
 #: Every topic-level key a topic may set.
-TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(_LOG_TOPIC_KEYS) | frozenset(TOPIC_KEYS)
+TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(LOG_TOPIC_KEYS) | frozenset(TOPIC_KEYS)
 
 
 class BrokerError(KafkaTiersError):
@@ -398,7 +394,7 @@ class Broker:
 
     @staticmethod
     def _local_overrides(info: TopicInfo) -> dict[str, str]:
-        overrides = {k: v for k, v in info.config.items() if k in _LOG_TOPIC_KEYS}
+        overrides = {k: v for k, v in info.config.items() if k in LOG_TOPIC_KEYS}
         if info.tiered:  # the remote log manager applies retention to tiered logs
             overrides.update({"retention.ms": "-1", "retention.bytes": "-1"})
         return overrides

@@ -851,9 +851,9 @@ def topic_log_config(broker: Mapping[str, Any], topic: str, config: Mapping[str,
 def local_log_overrides(config: Mapping[str, str]) -> dict[str, str]:
     """The log keys of a topic's config for its local logs; a tiered topic's local logs keep
     everything (the remote log manager applies local and total retention)."""
-    from kafka_tiers.log.config import _TOPIC_KEYS
+    from kafka_tiers.log.config import LOG_TOPIC_KEYS
 
-    out = {k: v for k, v in config.items() if k in _TOPIC_KEYS}
+    out = {k: v for k, v in config.items() if k in LOG_TOPIC_KEYS}
     if str(config.get("remote.storage.enable", "false")).lower() == "true":
         out.update({"retention.ms": "-1", "retention.bytes": "-1"})
     return out

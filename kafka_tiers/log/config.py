@@ -77,7 +77,7 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
 )
 
 #: topic-level name -> (broker key, type) for per-topic overrides.
-_TOPIC_KEYS: dict[str, tuple[str, Any]] = {
+LOG_TOPIC_KEYS: dict[str, tuple[str, Any]] = {
     "segment.bytes": ("segment_bytes", Int(min=14)),
     "segment.ms": ("segment_ms", Int(min=1)),
     "segment.jitter.ms": ("segment_jitter_ms", Int(min=0)),
@@ -173,9 +173,9 @@ class LogConfig:
         """
         changes: dict[str, Any] = {}
         for key, raw in overrides.items():
-            if key not in _TOPIC_KEYS:
+            if key not in LOG_TOPIC_KEYS:
                 continue
-            field, kind = _TOPIC_KEYS[key]
+            field, kind = LOG_TOPIC_KEYS[key]
             try:
                 changes[field] = kind.parse(str(raw))
             except ValueError:
@@ -184,4 +184,4 @@ class LogConfig:
         return replace(self, **changes) if changes else self
 
 
-__all__ = ["LOG_KEYS", "LONG_MAX", "LogConfig"]
+__all__ = ["LOG_KEYS", "LOG_TOPIC_KEYS", "LONG_MAX", "LogConfig"]
