@@ -504,8 +504,8 @@ class MultipartObjectStore(ObjectStore):
         size = self.part_size
         if size <= 0:
             raise RemoteStorageError(f"part_size must be > 0, got {size}")
-        first = _read_exact(data, size)
-        second = _read_exact(data, size) if len(first) == size else b""
+        first = read_exact(data, size)
+        second = read_exact(data, size) if len(first) == size else b""
         if not second:
             self.put_object(key, first)
             return len(first)
@@ -517,7 +517,7 @@ class MultipartObjectStore(ObjectStore):
             while chunk:
                 tags.append(self.upload_part(key, upload_id, len(tags) + 1, chunk))
                 total += len(chunk)
-                chunk = _read_exact(data, size)
+                chunk = read_exact(data, size)
             self.complete_multipart_upload(key, upload_id, tags)
             return total
         except BaseException:
@@ -528,7 +528,9 @@ class MultipartObjectStore(ObjectStore):
             raise
 
 
-def _read_exact(stream: BinaryIO, size: int) -> bytes:
+def read_exact(stream: BinaryIO, size: int) -> bytes:
+    """Read ``size`` bytes from ``stream``, fewer only at its end (``read`` may return less
+    than asked; this keeps reading). For splitting an upload into parts of a fixed size."""
     parts: list[bytes] = []
     remaining = size
     while remaining > 0:
@@ -1178,6 +1180,7 @@ __all__ = [
     "normalize_prefix",
     "parse_segment_key",
     "partition_prefix",
+    "read_exact",
     "segment_key",
     "validate_key",
 ]

@@ -63,7 +63,7 @@ from kafka_tiers.api import (
     RemoteStorageError,
     RetriableRemoteStorageError,
 )
-from kafka_tiers.api.objectstore import default_translate
+from kafka_tiers.api.objectstore import default_translate, read_exact
 from kafka_tiers_azure import redact
 from kafka_tiers_azure.config import AzureBlobConfig, CredentialKind
 
@@ -367,13 +367,13 @@ class AzureBlobStore(MultipartObjectStore):
         if self.upload_concurrency <= 1:
             return super().put(key, data, length)
         size = self.part_size
-        first = _read_exact(data, size)
+        first = read_exact(data, size)
         # is there more than one block? A known length larger than a block says so; otherwise
         # (unknown, or exactly one block) read on to see
         more = length is not None and length > size and len(first) == size
         second = b""
         if len(first) == size and not more:
-            second = _read_exact(data, size)
+            second = read_exact(data, size)
         if not more and not second:
             self.put_object(key, first)
             return len(first)
@@ -389,7 +389,7 @@ class AzureBlobStore(MultipartObjectStore):
                 futures.append(pool.submit(self.upload_part, key, upload_id,
                                            len(futures) + 1, chunk))
                 total += len(chunk)
-                chunk = second if second else _read_exact(data, size)
+                chunk = second if second else read_exact(data, size)
                 second = b""
             tags = [f.result() for f in futures]
             self.complete_multipart_upload(key, upload_id, tags)
@@ -431,17 +431,6 @@ def _wait_for_room(futures: Sequence[Future[str]], limit: int) -> None:
             return
         wait(running, return_when=FIRST_COMPLETED)
 
-
-def _read_exact(stream: BinaryIO, size: int) -> bytes:
-    parts: list[bytes] = []
-    remaining = size
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        parts.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(parts)
 
 
 class _DownloadStream(io.RawIOBase):

@@ -39,6 +39,7 @@ from kafka_tiers.api import (
     RemoteStorageError,
     RetriableRemoteStorageError,
 )
+from kafka_tiers.api.objectstore import read_exact
 from kafka_tiers_s3 import errors
 from kafka_tiers_s3.config import PROFILE, S3Config
 
@@ -320,8 +321,8 @@ class S3ObjectStore(MultipartObjectStore):
         if self._pending_aborts:
             self.retry_pending_aborts()
         size = self.part_size_for(length)
-        first = _read_exact(data, size)
-        second = _read_exact(data, size) if len(first) == size else b""
+        first = read_exact(data, size)
+        second = read_exact(data, size) if len(first) == size else b""
         if not second:
             self.put_object(key, first)
             return len(first)
@@ -348,7 +349,7 @@ class S3ObjectStore(MultipartObjectStore):
                 if second:
                     chunk, second = second, b""
                 else:
-                    chunk = _read_exact(data, size)
+                    chunk = read_exact(data, size)
             while in_flight:
                 self._collect(in_flight, tags, concurrent.futures.ALL_COMPLETED)
             pool.shutdown(wait=True)
@@ -411,17 +412,6 @@ class _Body(io.RawIOBase):
             finally:
                 super().close()
 
-
-def _read_exact(stream: BinaryIO, size: int) -> bytes:
-    parts: list[bytes] = []
-    remaining = size
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        parts.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(parts)
 
 
 __all__ = ["MAX_DELETE_KEYS", "MAX_PARTS", "S3ObjectStore", "build_client"]
