@@ -36,9 +36,13 @@ Commit protocol
     manifest first, then the data.
 
 Manifest
-    A small JSON object, ``"format_version": 1``, holding the full segment metadata (state
-    ``COPY_SEGMENT_FINISHED``, custom metadata base64), the object list (kind, name, size,
-    sha256) and a commit sequence. A manifest with another ``format_version`` raises
+    A small JSON object, ``"format_version": 2``, holding the full segment metadata (state
+    ``COPY_SEGMENT_FINISHED``, custom metadata base64), the object list (kind, name, size and
+    ``"crc32c"``: the CRC-32C (Castagnoli, as Kafka's record batches use) of the content as 8
+    lower-case hex digits) and a commit sequence. Version 1 manifests, written by earlier
+    releases, are still read: they are identical but for a ``"sha256"`` (64 hex digits) per
+    object instead of ``"crc32c"``; :meth:`ManifestObject.matches` checks content against
+    either. A manifest with another ``format_version`` raises
     :class:`~kafka_tiers.api.ManifestError`: a newer writer needs a newer reader.
 
 Listing
@@ -66,7 +70,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar, Protocol
+
+import crc32c as _crc32c
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.errors import (
@@ -90,8 +96,8 @@ from kafka_tiers.api.storage import (
 
 log = logging.getLogger(__name__)
 
-#: The manifest format this code writes and reads.
-MANIFEST_FORMAT_VERSION = 1
+#: The manifest format this code writes (crc32c per object); it also reads format 1 (sha256).
+MANIFEST_FORMAT_VERSION = 2
 
 _COPY_CHUNK = 1 << 20
 
@@ -263,6 +269,52 @@ def parse_segment_key(key: str) -> ParsedKey | None:
 # Manifest
 
 
+CRC32C = "crc32c"
+"""The checksum algorithm of format 2 manifests (CRC-32C, 8 lower-case hex digits)."""
+SHA256 = "sha256"
+"""The checksum algorithm of format 1 manifests (SHA-256, 64 lower-case hex digits)."""
+CHECKSUM_ALGORITHMS = (CRC32C, SHA256)
+_MANIFEST_VERSION_BY_ALGORITHM = {CRC32C: 2, SHA256: 1}
+_CRC32C_HEX = re.compile(r"[0-9a-f]{8}")
+
+
+class ChecksumHasher(Protocol):
+    """An incremental checksum: ``update`` with the content in order, then ``hexdigest``."""
+
+    def update(self, data: Any, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+class _Crc32cHasher:
+    """CRC-32C with a hashlib-like interface (accepts bytes, bytearrays and memoryviews)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self) -> None:
+        self._value = 0
+
+    def update(self, data: Any, /) -> None:
+        self._value = _crc32c.crc32c(data, self._value)
+
+    def hexdigest(self) -> str:
+        return f"{self._value:08x}"
+
+
+def new_hasher(algorithm: str = CRC32C) -> ChecksumHasher:
+    """A fresh incremental hasher of a manifest checksum algorithm (``"crc32c"`` or
+    ``"sha256"``).
+
+    Raises:
+        ValueError: an unknown algorithm.
+    """
+    if algorithm == CRC32C:
+        return _Crc32cHasher()
+    if algorithm == SHA256:
+        return hashlib.sha256()
+    raise ValueError(f"unknown checksum algorithm {algorithm!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class ManifestObject:
     """One object a manifest lists.
@@ -271,13 +323,28 @@ class ManifestObject:
         kind: which object of the segment.
         name: its key's last part (the file name next to the manifest).
         size: its size in bytes.
-        sha256: the hex SHA-256 of its content.
+        checksum_algorithm: ``"crc32c"`` (format 2, written by this release) or ``"sha256"``
+            (read from format 1 manifests).
+        checksum: the checksum of its content in lower-case hex.
     """
 
     kind: ObjectKind
     name: str
     size: int
-    sha256: str
+    checksum_algorithm: str
+    checksum: str
+
+    def __post_init__(self) -> None:
+        if self.checksum_algorithm not in CHECKSUM_ALGORITHMS:
+            raise ValueError(f"unknown checksum algorithm {self.checksum_algorithm!r}")
+
+    def matches(self, data: bytes) -> bool:
+        """Whether ``data`` has this object's size and checksum."""
+        if len(data) != self.size:
+            return False
+        hasher = new_hasher(self.checksum_algorithm)
+        hasher.update(data)
+        return hasher.hexdigest() == self.checksum
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,10 +369,20 @@ class SegmentManifest:
         return None
 
     def to_json(self) -> bytes:
-        """The manifest as UTF-8 JSON."""
+        """The manifest as UTF-8 JSON: format 2 (``"crc32c"`` per object), or format 1 when
+        its objects carry SHA-256 checksums (a manifest read from format 1 is written back as
+        it was read).
+
+        Raises:
+            ValueError: the objects mix checksum algorithms.
+        """
         md = self.metadata
+        algorithms = {o.checksum_algorithm for o in self.objects} or {CRC32C}
+        if len(algorithms) != 1:
+            raise ValueError("a manifest's objects must all use one checksum algorithm")
+        (algorithm,) = algorithms
         doc = {
-            "format_version": MANIFEST_FORMAT_VERSION,
+            "format_version": _MANIFEST_VERSION_BY_ALGORITHM[algorithm],
             "segment": {
                 "topic": md.topic_partition.topic,
                 "partition": md.topic_partition.partition,
@@ -323,18 +400,19 @@ class SegmentManifest:
                 "state": md.state.value,
             },
             "objects": [{"kind": o.kind.value, "name": o.name, "size": o.size,
-                         "sha256": o.sha256} for o in self.objects],
+                         algorithm: o.checksum} for o in self.objects],
             "commit_sequence": self.commit_sequence,
         }
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
     @classmethod
     def from_json(cls, raw: bytes, key: str | None = None) -> SegmentManifest:
-        """Read a manifest.
+        """Read a manifest of format 2 (``"crc32c"`` per object) or 1 (``"sha256"``).
 
         Raises:
             ManifestError: not JSON, a missing or malformed field, or a ``format_version``
-                other than :data:`MANIFEST_FORMAT_VERSION` (the error carries the version).
+                other than 1 or :data:`MANIFEST_FORMAT_VERSION` (the error carries the
+                version).
         """
         where = f"manifest {key}" if key else "manifest"
         try:
@@ -344,11 +422,13 @@ class SegmentManifest:
         if not isinstance(doc, dict) or "format_version" not in doc:
             raise ManifestError(f"{where} has no format_version", key=key)
         version = doc["format_version"]
-        if version != MANIFEST_FORMAT_VERSION or isinstance(version, bool):
+        algorithm = None if isinstance(version, bool) else next(
+            (a for v, a in _MANIFEST_ALGORITHM_BY_VERSION.items() if v == version), None)
+        if algorithm is None:
             raise ManifestError(
-                f"{where} has format_version {version!r}; this kafka-tiers reads format "
-                f"{MANIFEST_FORMAT_VERSION} only (a newer writer needs a newer kafka-tiers)",
-                key=key, format_version=version)
+                f"{where} has format_version {version!r}; this kafka-tiers reads formats "
+                f"1 to {MANIFEST_FORMAT_VERSION} only (a newer writer needs a newer "
+                "kafka-tiers)", key=key, format_version=version)
         try:
             seg = doc["segment"]
             custom = seg["custom_metadata"]
@@ -368,7 +448,7 @@ class SegmentManifest:
             )
             objects = tuple(
                 ManifestObject(ObjectKind(o["kind"]), str(o["name"]), int(o["size"]),
-                               str(o["sha256"]))
+                               algorithm, _checksum_field(o, algorithm))
                 for o in doc["objects"])
             sequence = doc["commit_sequence"]
             if isinstance(sequence, bool) or not isinstance(sequence, int):
@@ -377,6 +457,16 @@ class SegmentManifest:
             raise ManifestError(f"{where} is malformed: {type(exc).__name__}: {exc}",
                                 key=key, format_version=version) from None
         return cls(metadata, objects, sequence)
+
+
+_MANIFEST_ALGORITHM_BY_VERSION = {v: a for a, v in _MANIFEST_VERSION_BY_ALGORITHM.items()}
+
+
+def _checksum_field(obj: Mapping[str, Any], algorithm: str) -> str:
+    value = str(obj[algorithm])
+    if algorithm == CRC32C and not _CRC32C_HEX.fullmatch(value):
+        raise ValueError(f"crc32c must be 8 lower-case hex digits, not {value!r}")
+    return value
 
 
 _sequence_lock = threading.Lock()
@@ -570,7 +660,7 @@ class _HashingReader(io.RawIOBase):
         self._name = name
         self._remaining = limit
         self._cancel = cancel
-        self.digest = hashlib.sha256()
+        self.digest = new_hasher(CRC32C)
         self.count = 0
 
     def readable(self) -> bool:
@@ -787,7 +877,9 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             data = source.content
             self._call(self.object_store.put, key, io.BytesIO(data), len(data), key=key,
                        segment_id=segment_id)
-            return len(data), hashlib.sha256(data).hexdigest()
+            hasher = new_hasher(CRC32C)
+            hasher.update(data)
+            return len(data), hasher.hexdigest()
         assert source.path is not None
         try:
             # unbuffered: the hashing reader reads straight into its caller's buffer
@@ -882,7 +974,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             for source, (size, digest) in zip(sources, stored, strict=True):
                 key = keys[source.kind]
                 objects.append(ManifestObject(source.kind, key.rpartition("/")[2], size,
-                                              digest))
+                                              CRC32C, digest))
             custom = self.custom_metadata_for(objects)
             final = metadata.with_custom_metadata(custom).with_state(
                 RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
@@ -907,7 +999,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                           ) -> list[tuple[int, str]]:
         """Store ``sources``: the first (the log) on this thread while ``stale`` is deleted on
         a pool, then, once it is stored, the others with up to ``workers`` puts at once.
-        Returns (size, sha256) per source, in order. Returns or raises only once every put
+        Returns (size, crc32c hex) per source, in order. Returns or raises only once every put
         has ended; the first failure cancels the others (their sources stop being read, no
         further put starts) and is raised."""
         cancel = threading.Event()
@@ -1163,9 +1255,13 @@ def _concurrent_puts(store: ObjectStore) -> int:
 
 
 __all__ = [
+    "CHECKSUM_ALGORITHMS",
+    "CRC32C",
     "INDEX_KINDS",
     "MANIFEST_FORMAT_VERSION",
+    "SHA256",
     "ByteRange",
+    "ChecksumHasher",
     "ManifestObject",
     "MultipartObjectStore",
     "ObjectInfo",
@@ -1176,6 +1272,7 @@ __all__ = [
     "SegmentManifest",
     "check_range",
     "default_translate",
+    "new_hasher",
     "next_commit_sequence",
     "normalize_prefix",
     "parse_segment_key",

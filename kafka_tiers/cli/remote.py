@@ -9,7 +9,6 @@ exits with status 1 when a segment has a problem.
 from __future__ import annotations
 
 import base64
-import hashlib
 from typing import Any
 
 import click
@@ -144,7 +143,7 @@ def describe(storage: str, config_file: str | None, overrides: tuple[str, ...], 
     doc = _md_json(md)
     doc["objects"] = objects
     if fmt == "json":
-        emit_json({"version": 1, "segment": doc})
+        emit_json({"version": 2, "segment": doc})  # 2: objects carry checksum_algorithm + checksum
         return
     out = console()
     for key, value in doc.items():
@@ -152,17 +151,24 @@ def describe(storage: str, config_file: str | None, overrides: tuple[str, ...], 
             out.print(f"{key:24} {value}")
     for obj in objects or []:
         out.print(f"{'object':24} {obj['kind']:24} {obj['size']:>10} bytes  "
-                  f"sha256 {obj['sha256'][:16]}")
+                  f"{obj['checksum_algorithm']} {obj['checksum'][:16]}")
 
 
-def _objects(rsm: Any, md: Any) -> list[dict[str, Any]] | None:
+def _manifest_objects(rsm: Any, md: Any) -> Any:
     plugin = getattr(rsm, "plugin", rsm)
     read_manifest = getattr(plugin, "read_manifest", None)
     if not callable(read_manifest):
         return None
-    manifest = read_manifest(md)
-    return [{"kind": o.kind.value, "name": o.name, "size": o.size, "sha256": o.sha256}
-            for o in manifest.objects]
+    return read_manifest(md).objects
+
+
+def _objects(rsm: Any, md: Any) -> list[dict[str, Any]] | None:
+    objects = _manifest_objects(rsm, md)
+    if objects is None:
+        return None
+    return [{"kind": o.kind.value, "name": o.name, "size": o.size,
+             "checksum_algorithm": o.checksum_algorithm, "checksum": o.checksum}
+            for o in objects]
 
 
 def _text(data: bytes | None) -> dict[str, Any]:
@@ -221,7 +227,8 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
     """Check one remote segment: the log's batches (CRC, offsets within the metadata's range
     and increasing, the size), the offset index (every entry points at the batch holding its
     offset), the time index (offsets in range, timestamps not decreasing) and, for
-    object-store plugins, the manifest's sha256 of every object. Returns a report with
+    object-store plugins, the manifest's checksum (crc32c, or sha256 in a format 1
+    manifest) of the log and the two indexes. Returns a report with
     ``problems`` (empty when the segment is sound)."""
     from kafka_tiers.api import IndexType, RemoteStorageError
     from kafka_tiers.log.errors import CorruptRecordError
@@ -293,14 +300,16 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
         if ts < last_ts:
             problems.append(f"time index entry {n}: timestamp {ts} decreases")
         last_ts = ts
-    for obj in _objects(rsm, md) or []:
-        if obj["kind"] == "log" and hashlib.sha256(data).hexdigest() != obj["sha256"]:
-            problems.append("log content differs from the sha256 in the manifest")
-        elif obj["kind"] in ("index", "timeindex"):
-            got = indexes.get("OFFSET" if obj["kind"] == "index" else "TIMESTAMP")
-            if got is not None and hashlib.sha256(got).hexdigest() != obj["sha256"]:
-                problems.append(f"{obj['kind']} content differs from the sha256 in the "
-                                "manifest")
+    for obj in _manifest_objects(rsm, md) or []:
+        kind = obj.kind.value
+        if kind == "log" and not obj.matches(data):
+            problems.append(f"log content differs from the {obj.checksum_algorithm} in the "
+                            "manifest")
+        elif kind in ("index", "timeindex"):
+            got = indexes.get("OFFSET" if kind == "index" else "TIMESTAMP")
+            if got is not None and not obj.matches(got):
+                problems.append(f"{kind} content differs from the {obj.checksum_algorithm} "
+                                "in the manifest")
     return {"segment_id": md.segment_id, "start_offset": md.start_offset,
             "end_offset": md.end_offset, "batches": batches, "records": records,
             "ok": not problems, "problems": problems}

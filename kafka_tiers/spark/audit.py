@@ -11,7 +11,8 @@ Per segment (one Spark task each, :func:`audit_segment`):
   the time index holds increasing timestamps no larger than the segment's largest, at offsets
   inside the segment (``index``);
 * for plugins on the object-store level, the manifest lists the objects with the sizes and
-  SHA-256 digests of what is stored, and the segment metadata of the listing (``manifest``).
+  checksums (CRC-32C, or SHA-256 in format 1 manifests) of what is stored, and the segment
+  metadata of the listing (``manifest``).
 
 Across segments, on the driver: each partition's segments must follow each other with no gap
 and no overlap (``gap``, ``overlap``).
@@ -22,7 +23,6 @@ ever logs or reports the plugin's configuration.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -301,9 +301,9 @@ def _check_manifest(storage: RemoteStorageManager, md: Any, data: bytes,
         if listed.size != len(content):
             fault("manifest", f"the manifest gives {listed.name} {listed.size} bytes, "
                               f"{len(content)} are stored", obj=listed.name)
-        elif hashlib.sha256(content).hexdigest() != listed.sha256:
-            fault("manifest", f"the SHA-256 of {listed.name} differs from the manifest's",
-                  obj=listed.name)
+        elif not listed.matches(content):
+            fault("manifest", f"the {listed.checksum_algorithm} of {listed.name} differs "
+                              "from the manifest's", obj=listed.name)
 
 
 def check_continuity(segments: Sequence[SegmentAudit]) -> list[Fault]:

@@ -3,6 +3,7 @@ quick start's tiering section."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -67,8 +68,10 @@ def test_describe_and_cat(tier):
     assert seg["state"] == "COPY_SEGMENT_FINISHED"
     assert {o["kind"] for o in seg["objects"]} >= {"log", "index", "timeindex", "manifest"} - {
         "manifest"}
+    assert all(o["checksum_algorithm"] == "crc32c" and len(o["checksum"]) == 8
+               for o in seg["objects"])
     text = run("describe", *base(tier, "--segment", md.segment_id))
-    assert "start_offset" in text and md.segment_id in text and "sha256" in text
+    assert "start_offset" in text and md.segment_id in text and "crc32c" in text
     doc = json.loads(run("cat", *base(tier, "--segment", md.segment_id, "--format", "json",
                                       "--max-records", "3")))
     assert [r["offset"] for r in doc["records"]] == [md.start_offset + i for i in range(3)]
@@ -95,9 +98,56 @@ def test_verify_passes_then_detects_a_flipped_byte(tier):
     broken = [s for s in doc["segments"] if not s["ok"]]
     assert [s["segment_id"] for s in broken] == [md.segment_id]
     assert any("CRC mismatch" in p for p in broken[0]["problems"])
-    assert any("sha256" in p for p in broken[0]["problems"])
+    assert any("log content differs from the crc32c" in p for p in broken[0]["problems"])
     text = run("verify", *base(tier, "--segment", md.segment_id), code=1)
     assert "BROKEN" in text and "problems found" in text
+
+
+def _manifest_file(tier, md):
+    (path,) = [p for p in tier["root"].rglob(f"*{md.segment_id}.manifest")]
+    return path
+
+
+def test_verify_detects_a_wrong_crc32c_in_a_format_2_manifest(tier):
+    md = tier["copied"][1]
+    path = _manifest_file(tier, md)
+    doc = json.loads(path.read_bytes())
+    assert doc["format_version"] == 2
+    (log_entry,) = [o for o in doc["objects"] if o["kind"] == "log"]
+    assert "sha256" not in log_entry and len(log_entry["crc32c"]) == 8
+    log_entry["crc32c"] = f"{int(log_entry['crc32c'], 16) ^ 1:08x}"
+    path.write_text(json.dumps(doc))
+    doc = json.loads(run("verify", *base(tier, "--format", "json"), code=1))
+    broken = [s for s in doc["segments"] if not s["ok"]]
+    assert [s["segment_id"] for s in broken] == [md.segment_id]
+    # the log itself is intact: only the manifest's checksum disagrees with it
+    assert broken[0]["problems"] == ["log content differs from the crc32c in the manifest"]
+
+
+def test_format_1_manifest_with_sha256_is_read_and_verified(tier):
+    md = tier["copied"][1]
+    path = _manifest_file(tier, md)
+    doc = json.loads(path.read_bytes())
+    doc["format_version"] = 1
+    for obj in doc["objects"]:
+        (content_file,) = [p for p in tier["root"].rglob(obj["name"])]
+        del obj["crc32c"]
+        obj["sha256"] = hashlib.sha256(content_file.read_bytes()).hexdigest()
+    path.write_text(json.dumps(doc))
+    described = json.loads(run("describe", *base(tier, "--segment", md.segment_id,
+                                                 "--format", "json")))
+    assert all(o["checksum_algorithm"] == "sha256" and len(o["checksum"]) == 64
+               for o in described["segment"]["objects"])
+    doc = json.loads(run("verify", *base(tier, "--format", "json")))
+    assert doc["ok"] is True and all(s["ok"] for s in doc["segments"])
+    (log_file,) = [p for p in tier["root"].rglob(f"*{md.segment_id}.log")]
+    data = bytearray(log_file.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    log_file.write_bytes(bytes(data))
+    doc = json.loads(run("verify", *base(tier, "--format", "json"), code=1))
+    broken = [s for s in doc["segments"] if not s["ok"]]
+    assert [s["segment_id"] for s in broken] == [md.segment_id]
+    assert "log content differs from the sha256 in the manifest" in broken[0]["problems"]
 
 
 def test_errors_are_one_line(tier, tmp_path):

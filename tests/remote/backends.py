@@ -164,7 +164,8 @@ class ManifestFirst(LocalRemoteStorageManager):
             size = len(sources[kind] or b"") if kind not in paths else (
                 paths[kind].stat().st_size if paths[kind].exists() else 0)
             key = self._key(metadata.remote_log_segment_id, metadata.start_offset, kind)
-            objects.append(ManifestObject(kind, key.rpartition("/")[2], size, ""))
+            objects.append(ManifestObject(kind, key.rpartition("/")[2], size, "crc32c",
+                                          "00000000"))  # never checked: this backend is broken
         final = metadata.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
         raw = SegmentManifest(final, tuple(objects), next_commit_sequence()).to_json()
         mkey = self._key(metadata.remote_log_segment_id, metadata.start_offset,

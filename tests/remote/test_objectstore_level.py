@@ -3,10 +3,12 @@ the multi-part upload hook."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
 
+import crc32c
 import pytest
 
 from kafka_tiers.api import (
@@ -26,6 +28,7 @@ from kafka_tiers.api.objectstore import (
     ManifestObject,
     ObjectKind,
     SegmentManifest,
+    new_hasher,
     next_commit_sequence,
     parse_segment_key,
     partition_prefix,
@@ -83,17 +86,61 @@ def test_segment_ids_are_key_safe():
 
 
 def test_manifest_round_trip():
-    objects = (ManifestObject(ObjectKind.LOG, "x.log", 5000, "ab" * 32),)
+    objects = (ManifestObject(ObjectKind.LOG, "x.log", 5000, "crc32c", "0badcafe"),)
     manifest = SegmentManifest(metadata(), objects, next_commit_sequence())
     raw = manifest.to_json()
     doc = json.loads(raw)
-    assert doc["format_version"] == MANIFEST_FORMAT_VERSION == 1
+    assert doc["format_version"] == MANIFEST_FORMAT_VERSION == 2
+    assert doc["objects"] == [{"kind": "log", "name": "x.log", "size": 5000,
+                               "crc32c": "0badcafe"}]
     assert doc["segment"]["segment_leader_epochs"] == {"3": 42, "4": 92}
     assert SegmentManifest.from_json(raw) == manifest
     assert next_commit_sequence() > manifest.commit_sequence
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None, True])
+def test_format_1_manifest_with_sha256_is_read_and_matches():
+    content = b"L" * 1000
+    digest = hashlib.sha256(content).hexdigest()
+    doc = json.loads(SegmentManifest(metadata(), (), 7).to_json())
+    doc["format_version"] = 1
+    doc["objects"] = [{"kind": "log", "name": "x.log", "size": 1000, "sha256": digest}]
+    raw = json.dumps(doc).encode()
+    manifest = SegmentManifest.from_json(raw)
+    (obj,) = manifest.objects
+    assert (obj.checksum_algorithm, obj.checksum) == ("sha256", digest)
+    assert obj.matches(content)
+    assert not obj.matches(b"L" * 999 + b"M") and not obj.matches(content[:-1])
+    again = json.loads(manifest.to_json())  # re-written as it was read
+    assert again["format_version"] == 1 and again["objects"] == doc["objects"]
+    doc["objects"][0] = {"kind": "log", "name": "x.log", "size": 1000, "crc32c": "00000000"}
+    with pytest.raises(ManifestError, match="malformed"):  # a format 1 object has a sha256
+        SegmentManifest.from_json(json.dumps(doc).encode())
+
+
+def test_crc32c_checksums():
+    content = b"123456789"
+    obj = ManifestObject(ObjectKind.LOG, "x.log", 9, "crc32c", "e3069283")  # the check value
+    assert obj.matches(content) and not obj.matches(b"123456788")
+    hasher = new_hasher()
+    for i in range(0, 9, 2):
+        hasher.update(memoryview(content)[i:i + 2])
+    assert hasher.hexdigest() == "e3069283"
+    assert new_hasher("sha256").hexdigest() == hashlib.sha256(b"").hexdigest()
+    with pytest.raises(ValueError):
+        new_hasher("md5")
+    with pytest.raises(ValueError):
+        ManifestObject(ObjectKind.LOG, "x.log", 9, "md5", "00")
+
+
+@pytest.mark.parametrize("crc", ["E3069283", "e306928", "e30692830", "", "xyzxyzxy"])
+def test_malformed_crc32c_is_an_error(crc):
+    doc = json.loads(SegmentManifest(metadata(), (), 1).to_json())
+    doc["objects"] = [{"kind": "log", "name": "x.log", "size": 9, "crc32c": crc}]
+    with pytest.raises(ManifestError, match="malformed"):
+        SegmentManifest.from_json(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("version", [3, 0, "1", "2", None, True, [2]])
 def test_unknown_manifest_version_is_an_error(version):
     doc = json.loads(SegmentManifest(metadata(), (), 1).to_json())
     doc["format_version"] = version
@@ -107,7 +154,9 @@ def test_unknown_manifest_version_is_an_error(version):
     lambda d: d.pop("segment"),
     lambda d: d["segment"].update(start_offset=-1),
     lambda d: d["segment"].update(custom_metadata="***"),
-    lambda d: d["objects"].append({"kind": "bogus", "name": "x", "size": 1, "sha256": ""}),
+    lambda d: d["objects"].append({"kind": "bogus", "name": "x", "size": 1,
+                                   "crc32c": "00000000"}),
+    lambda d: d["objects"].append({"kind": "log", "name": "x", "size": 1, "sha256": "00"}),
     lambda d: d.update(commit_sequence="soon"),
 ])
 def test_malformed_manifests_are_errors(mutate):
@@ -155,8 +204,10 @@ def test_commit_protocol_order(rsm, tmp_path):
     assert json.loads(custom) == {"v": 1, "objects": 6, "bytes": 1000 + 16 + 24 + 8 + 34 + 9}
     manifest = rsm.read_manifest(md)
     assert manifest.metadata.custom_metadata == custom
-    assert manifest.object(ObjectKind.LOG).sha256 == __import__("hashlib").sha256(
-        b"L" * 1000).hexdigest()
+    log_object = manifest.object(ObjectKind.LOG)
+    assert log_object.checksum_algorithm == "crc32c"
+    assert log_object.checksum == f"{crc32c.crc32c(b'L' * 1000):08x}"
+    assert log_object.matches(b"L" * 1000) and not log_object.matches(b"L" * 999 + b"M")
     rsm.tracking.deletes.clear()
     rsm.delete_log_segment_data(md)
     assert rsm.tracking.deletes[0].endswith(".manifest")
@@ -181,10 +232,10 @@ def test_a_newer_manifest_format_in_the_tier_is_reported(rsm, tmp_path):
     key = segment_key("kt", md.remote_log_segment_id, 42, ObjectKind.MANIFEST)
     with rsm.object_store.get(key) as stream:
         doc = json.loads(stream.read())
-    doc["format_version"] = 2
+    doc["format_version"] = 3
     raw = json.dumps(doc).encode()
     rsm.object_store.put(key, io.BytesIO(raw), len(raw))
-    with pytest.raises(ManifestError, match="format_version 2"):
+    with pytest.raises(ManifestError, match="format_version 3"):
         rsm.list_remote_segments(TP)
     with pytest.raises(ManifestError):
         rsm.fetch_log_segment(md, 0)
