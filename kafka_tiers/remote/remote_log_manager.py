@@ -132,6 +132,8 @@ class _Partition:
     segments: list[RemoteLogSegmentMetadata] | None = None
     last_error: str | None = None
     stopped: bool = False
+    #: a roll asked for a run while one was in progress: run again as soon as it ends
+    triggered: bool = False
 
 
 StorageSource = RemoteStorageManager | Callable[[], RemoteStorageManager]
@@ -331,6 +333,7 @@ class RemoteLogManager:
             p = self._partitions.get(tp)
             if p is not None and p.attempts == 0:
                 p.next_run_ms = 0.0
+                p.triggered = True  # not lost if a run in progress reschedules itself
                 self._cv.notify_all()
 
     # ------------------------------------------------------------------ scheduling
@@ -380,6 +383,8 @@ class RemoteLogManager:
 
     def _run(self, p: _Partition) -> TaskResult:
         result = TaskResult()
+        with self._cv:
+            p.triggered = False  # this run sees every segment rolled so far
         try:
             self._task(p, result)
         except Exception as exc:  # every failure backs off; the task must survive anything
@@ -389,7 +394,8 @@ class RemoteLogManager:
             p.runs += 1
             if result.error is None:
                 p.attempts, p.last_error = 0, None
-                p.next_run_ms = now + self.interval_ms
+                # a roll during the run may have come after the run listed the segments
+                p.next_run_ms = now if p.triggered else now + self.interval_ms
             else:
                 p.attempts += 1
                 p.last_error = f"{type(result.error).__name__}: {result.error}"
