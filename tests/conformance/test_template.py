@@ -11,42 +11,21 @@ entry point there. This works the same in a fresh tox venv.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.contrib_install import NO_EXTRA_PLUGINS, env_with, install_copy
+
 TEMPLATE = Path(__file__).resolve().parents[2] / "contrib" / "kafka-tiers-placer-template"
-NO_EXTRA_PLUGINS = ["-p", "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:cacheprovider"]
-
-
-def _env(target: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(target), *(p for p in sys.path if p)])
-    return env
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(copy of the template, directory it is installed into)."""
-    work = tmp_path_factory.mktemp("placer-template")
-    copy = work / "kafka-tiers-placer-template"
-    shutil.copytree(TEMPLATE, copy, ignore=shutil.ignore_patterns(
-        "*.egg-info", "__pycache__", "build", "dist", ".pytest_cache"))
-    target = work / "site"
-    base = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--target", str(target)]
-    proc = subprocess.run([*base, "--no-build-isolation", str(copy)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        shutil.rmtree(target, ignore_errors=True)
-        proc = subprocess.run([*base, str(copy)], capture_output=True, text=True, timeout=600,
-                              check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return copy, target
+    return install_copy(TEMPLATE, tmp_path_factory.mktemp("placer-template"))
 
 
 def test_selected_by_entry_point_name(template: tuple[Path, Path], tmp_path: Path) -> None:
@@ -56,19 +35,19 @@ def test_selected_by_entry_point_name(template: tuple[Path, Path], tmp_path: Pat
             "print(type(p).__module__, type(p).__name__, p.RACK_AWARE, p.MULTI_LEVEL)\n"
             "print('example-spread' in installed_names('kafka_tiers.replica_placer'))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, env=_env(target), timeout=120, check=False)
+                          cwd=tmp_path, env=env_with(target), timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["kt_example_spread.placer", "ExampleSpreadPlacer", "True",
                                    "False", "True"]
     assert str(target) in subprocess.run(
         [sys.executable, "-c", "import kt_example_spread; print(kt_example_spread.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, env=_env(target), check=True).stdout
+        capture_output=True, text=True, cwd=tmp_path, env=env_with(target), check=True).stdout
 
 
 def test_template_tests_run_the_whole_suite_and_pass(template: tuple[Path, Path]) -> None:
     copy, target = template
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", *NO_EXTRA_PLUGINS],
-                          capture_output=True, text=True, cwd=copy, env=_env(target),
+                          capture_output=True, text=True, cwd=copy, env=env_with(target),
                           timeout=300, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
@@ -83,7 +62,7 @@ def test_cli_runs_the_suite_on_the_template(template: tuple[Path, Path], tmp_pat
     proc = subprocess.run([sys.executable, "-c",
                            "import sys; from kafka_tiers.cli import main; sys.exit(main())",
                            "conformance", "placer", "example-spread", "--", *NO_EXTRA_PLUGINS],
-                          capture_output=True, text=True, cwd=tmp_path, env=_env(target),
+                          capture_output=True, text=True, cwd=tmp_path, env=env_with(target),
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "result: PASS" in proc.stdout

@@ -1,52 +1,28 @@
 """The contrib storage example is a working third-party distribution: installed, it is found by
 its entry-point name ``example-sqlite`` and its own test module passes the whole storage suite.
 
-Installed as the placer template is (``tests/conformance/test_template.py``): a copy goes into
-a temporary directory with ``pip install --no-deps --target DIR`` (without build isolation
-first, with pip's isolated build if that cannot build), and the checks run in fresh
-interpreters whose ``PYTHONPATH`` puts ``DIR`` first. Nothing is installed into the running
-environment.
+Installed as the placer template is, by ``tests/contrib_install.py``: nothing is installed into
+the running environment.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.contrib_install import NO_EXTRA_PLUGINS, env_with, install_copy
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "contrib" / "kafka-tiers-storage-example"
-NO_EXTRA_PLUGINS = ["-p", "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:cacheprovider"]
-
-
-def _env(target: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(target), *(p for p in sys.path if p)])
-    return env
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(copy of the example, directory it is installed into)."""
-    work = tmp_path_factory.mktemp("storage-example")
-    copy = work / EXAMPLE.name
-    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns(
-        "*.egg-info", "__pycache__", "build", "dist", ".pytest_cache"))
-    target = work / "site"
-    base = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--target", str(target)]
-    proc = subprocess.run([*base, "--no-build-isolation", str(copy)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        shutil.rmtree(target, ignore_errors=True)
-        proc = subprocess.run([*base, str(copy)], capture_output=True, text=True, timeout=600,
-                              check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return copy, target
+    return install_copy(EXAMPLE, tmp_path_factory.mktemp("storage-example"))
 
 
 def test_found_by_entry_point_name(example: tuple[Path, Path], tmp_path: Path) -> None:
@@ -57,7 +33,7 @@ def test_found_by_entry_point_name(example: tuple[Path, Path], tmp_path: Path) -
             "print('example-sqlite' in installed_names('kafka_tiers.remote_storage'))\n"
             "p.close()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, env=_env(target), timeout=120, check=False)
+                          cwd=tmp_path, env=env_with(target), timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["kt_example_sqlite.store", "SqliteRemoteStorageManager",
                                    "True"]
@@ -66,7 +42,7 @@ def test_found_by_entry_point_name(example: tuple[Path, Path], tmp_path: Path) -
 def test_its_tests_run_the_whole_storage_suite_and_pass(example: tuple[Path, Path]) -> None:
     copy, target = example
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", *NO_EXTRA_PLUGINS],
-                          capture_output=True, text=True, cwd=copy, env=_env(target),
+                          capture_output=True, text=True, cwd=copy, env=env_with(target),
                           timeout=600, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
