@@ -275,6 +275,19 @@ class _Index:
         if self._entries is not None and self._entries >= self.max_entries:
             raise CorruptIndexError(f"index {self.path} is full", path=str(self.path))
 
+    def _load_whole_entries(self) -> None:
+        """Load the index and check it holds whole entries (the first of Kafka's sanity
+        checks, shared by both index kinds); the caller holds the lock.
+
+        Raises:
+            CorruptIndexError: the file length is not a multiple of the entry size.
+        """
+        self._load()
+        if self._file_length % self.entry_size:
+            raise CorruptIndexError(
+                f"{self.path}: length {self._file_length} is not a multiple of "
+                f"{self.entry_size}", path=str(self.path))
+
 
 class OffsetIndex(_Index):
     """The ``.index`` file of a segment: sparse map from offset to byte position.
@@ -366,11 +379,7 @@ class OffsetIndex(_Index):
             CorruptIndexError: naming the file and the problem.
         """
         with self._lock:
-            self._load()
-            if self._file_length % self.entry_size:
-                raise CorruptIndexError(
-                    f"{self.path}: length {self._file_length} is not a multiple of "
-                    f"{self.entry_size}", path=str(self.path))
+            self._load_whole_entries()
             n = self._entries or 0
             if n:
                 first = self._raw(0)[0]
@@ -468,11 +477,7 @@ class TimeIndex(_Index):
             CorruptIndexError: naming the file and the problem.
         """
         with self._lock:
-            self._load()
-            if self._file_length % self.entry_size:
-                raise CorruptIndexError(
-                    f"{self.path}: length {self._file_length} is not a multiple of "
-                    f"{self.entry_size}", path=str(self.path))
+            self._load_whole_entries()
             n = self._entries or 0
             if n:
                 first_ts, first_rel = self._raw(0)
