@@ -23,6 +23,7 @@ def test_defaults() -> None:
     assert (cfg.storage_class, cfg.sse_algorithm, cfg.sse_kms_key_id) == ("STANDARD", None, None)
     assert (cfg.connect_timeout, cfg.read_timeout) == (10.0, 60.0)
     assert cfg.addressing_style == "auto" and cfg.certificate_check and not cfg.checksum_check
+    assert cfg.checksum_algorithm == "CRC32C"
     assert cfg.secrets == ()
 
 
@@ -35,8 +36,9 @@ def test_every_key_is_read() -> None:
         "s3.multipart.upload.concurrency": "2", "s3.api.call.timeout": "30000",
         "s3.api.call.attempt.timeout": "5000", "s3.retry.max.attempts": "5",
         "aws.access.key.id": "AKIAX", "aws.secret.access.key": "sec", "aws.session.token": "tok",
-        "aws.certificate.check.enabled": "false", "aws.checksum.check.enabled": "true"})
-    assert cfg.prefix == "a/b" and cfg.region == "eu-west-1"
+        "aws.certificate.check.enabled": "false", "aws.checksum.check.enabled": "true",
+        "s3.checksum.algorithm": "crc32"})
+    assert cfg.prefix == "a/b" and cfg.region == "eu-west-1" and cfg.checksum_algorithm == "CRC32"
     assert cfg.addressing_style == "path" and cfg.storage_class == "INTELLIGENT_TIERING"
     assert (cfg.sse_algorithm, cfg.sse_kms_key_id) == ("aws:kms", "alias/kafka")
     assert (cfg.part_size, cfg.upload_concurrency, cfg.max_attempts) == (8 * MiB, 2, 5)
@@ -44,6 +46,11 @@ def test_every_key_is_read() -> None:
     assert not cfg.certificate_check and cfg.checksum_check
     assert cfg.secrets == ("AKIAX", "sec", "tok")
     assert "sec" not in repr(cfg).replace("secrets", "") and "AKIAX" not in repr(cfg)
+
+
+def test_checksum_algorithm_none_turns_upload_checksums_off() -> None:
+    cfg = S3Config.from_mapping({"s3.bucket.name": "b-1", "s3.checksum.algorithm": "NONE"})
+    assert cfg.checksum_algorithm is None
 
 
 def test_a_kms_key_id_alone_means_sse_kms() -> None:
@@ -55,6 +62,8 @@ def test_a_kms_key_id_alone_means_sse_kms() -> None:
     ({"s3.bucket.name": ""}, "s3.bucket.name", "s3.bucket.name is required"),
     ({"s3.bucket.name": "  "}, "s3.bucket.name", "s3.bucket.name is required"),
     ({"s3.bucket.name": "a/b"}, "s3.bucket.name", "invalid value 'a/b' for s3.bucket.name"),
+    ({"s3.checksum.algorithm": "md5"}, "s3.checksum.algorithm",
+     "invalid value 'MD5' for s3.checksum.algorithm: expected one of CRC32C, CRC32, NONE"),
     ({"s3.endpoint.url": "localhost:9000"}, "s3.endpoint.url",
      "invalid value 'localhost:9000' for s3.endpoint.url: expected an http:// or https:// URL"),
     ({"s3.path.style.access.enabled": "yes"}, "s3.path.style.access.enabled",

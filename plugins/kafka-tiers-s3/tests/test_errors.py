@@ -196,7 +196,9 @@ def test_the_call_timeout_stops_further_attempts(fault_server: Any, make_config:
                                                  topic: str) -> None:
     fault_server.mode = "hang"
     started = time.monotonic()
-    config = {"s3.api.call.attempt.timeout": "300", "s3.api.call.timeout": "700",
+    # botocore's first retry waits a random 0-1 s: a 1.5 s budget always has room for a second
+    # attempt (300 ms + at most 1 s) and never for ten
+    config = {"s3.api.call.attempt.timeout": "300", "s3.api.call.timeout": "1500",
               "s3.retry.max.attempts": "10"}
     with _rsm(fault_server, make_config, **config) as rsm, \
             pytest.raises(RetriableRemoteStorageError) as info:

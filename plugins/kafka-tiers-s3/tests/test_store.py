@@ -255,3 +255,87 @@ def test_sse_s3_is_applied_to_single_and_multipart_objects(
             head = client.head_object(Bucket=bucket, Key=key)
             assert head["ServerSideEncryption"] == "AES256"
             assert head.get("StorageClass", "STANDARD") == "STANDARD"
+
+
+def _sent_headers(store: S3ObjectStore, operation: str) -> list[tuple[dict[str, str], bytes]]:
+    """The headers and body of every ``operation`` request as it goes on the wire."""
+    sent: list[tuple[dict[str, str], bytes]] = []
+
+    def capture(request: Any, **_: Any) -> None:
+        body = request.body
+        raw = body if isinstance(body, bytes) else (body.read() if body is not None else b"")
+        if body is not None and not isinstance(body, bytes):
+            body.seek(0)
+        sent.append(({k.lower(): v.decode("ascii") if isinstance(v, bytes) else v
+                       for k, v in request.headers.items()}, raw))
+
+    store.client.meta.events.register(f"before-send.s3.{operation}", capture)
+    return sent
+
+
+def _crc32c_b64(data: bytes) -> str:
+    import base64
+
+    import crc32c
+
+    return base64.b64encode(crc32c.crc32c(data).to_bytes(4, "big")).decode("ascii")
+
+
+def test_every_upload_body_carries_its_crc32c_and_the_upload_declares_it(
+        s3_config: dict[str, str], s3_server: Any, bucket: str) -> None:
+    rsm, store = _store(s3_config)
+    with rsm:
+        creates = _count_requests(store, "CreateMultipartUpload")
+        parts = _sent_headers(store, "UploadPart")
+        puts = _sent_headers(store, "PutObject")
+        data = os.urandom(12 * MiB)  # 3 parts of 5 MiB at most
+        store.put("t-0/big.log", io.BytesIO(data), len(data))
+        store.put("t-0/small.index", io.BytesIO(b"index bytes"), 11)
+        assert [c.get("ChecksumAlgorithm") for c in creates] == ["CRC32C"]
+        assert len(parts) == 3
+        for headers, body in parts:
+            assert headers["x-amz-checksum-crc32c"] == _crc32c_b64(body)
+            assert headers["x-amz-sdk-checksum-algorithm"] == "CRC32C"
+        # parts go up concurrently: their bodies, whatever the order, are the data's 3 parts
+        assert sorted(body for _, body in parts) == sorted(
+            data[i:i + 5 * MiB] for i in range(0, len(data), 5 * MiB))
+        [(headers, body)] = puts
+        assert body == b"index bytes"
+        assert headers["x-amz-checksum-crc32c"] == _crc32c_b64(b"index bytes")
+        client = s3_server.client()
+        head = client.head_object(Bucket=bucket, Key="t-0/small.index", ChecksumMode="ENABLED")
+        assert head["ChecksumCRC32C"] == _crc32c_b64(b"index bytes")
+        assert client.get_object(Bucket=bucket, Key="t-0/big.log")["Body"].read() == data
+
+
+def test_checksum_algorithm_none_sends_no_checksum_at_all(
+        s3_server: Any, bucket: str, make_config: Any) -> None:
+    rsm, store = _store(make_config(s3_server.url, bucket,
+                                    **{"s3.checksum.algorithm": "none"}))
+    with rsm:
+        creates = _count_requests(store, "CreateMultipartUpload")
+        parts = _sent_headers(store, "UploadPart")
+        puts = _sent_headers(store, "PutObject")
+        data = os.urandom(11 * MiB)
+        store.put("t-0/big.log", io.BytesIO(data), len(data))
+        store.put("t-0/small.index", io.BytesIO(b"x" * 100), 100)
+        assert "ChecksumAlgorithm" not in creates[0]
+        assert (len(parts), len(puts)) == (3, 1)
+        for headers, _ in parts + puts:
+            assert not [h for h in headers if h.startswith(("x-amz-checksum-",
+                                                            "x-amz-sdk-checksum"))]
+        assert s3_server.client().get_object(Bucket=bucket,
+                                             Key="t-0/big.log")["Body"].read() == data
+
+
+def test_crc32_is_computed_with_zlib(s3_server: Any, bucket: str, make_config: Any) -> None:
+    import base64
+    import zlib
+
+    rsm, store = _store(make_config(s3_server.url, bucket, **{"s3.checksum.algorithm": "crc32"}))
+    with rsm:
+        sent = _sent_headers(store, "PutObject")
+        store.put("t-0/small.index", io.BytesIO(b"some index"), 10)
+        [(headers, _)] = sent
+        assert headers["x-amz-checksum-crc32"] == base64.b64encode(
+            zlib.crc32(b"some index").to_bytes(4, "big")).decode("ascii")

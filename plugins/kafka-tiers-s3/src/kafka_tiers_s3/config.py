@@ -8,8 +8,8 @@ Key names follow the S3 backend of Aiven's tiered storage for Apache Kafka where
 with the same defaults, except that ``s3.region`` may be left to boto3 and the timeouts, left
 to the SDK there, default to a 10 s connect and 60 s read timeout here. The others are this
 plugin's own: ``s3.prefix``, ``aws.profile``, ``s3.sse.algorithm``, ``s3.sse.kms.key.id``,
-``s3.multipart.upload.concurrency``, ``s3.retry.max.attempts``. ``key.prefix`` is read by the
-object-store level itself.
+``s3.multipart.upload.concurrency``, ``s3.retry.max.attempts``, ``s3.checksum.algorithm``.
+``key.prefix`` is read by the object-store level itself.
 
 Every error is a :class:`~kafka_tiers.api.ConfigError` with one line naming the key; the value
 of a secret key (``aws.access.key.id``, ``aws.secret.access.key``, ``aws.session.token``) is
@@ -49,6 +49,7 @@ SESSION_TOKEN = "aws.session.token"
 PROFILE = "aws.profile"
 CERTIFICATE_CHECK = "aws.certificate.check.enabled"
 CHECKSUM_CHECK = "aws.checksum.check.enabled"
+CHECKSUM_ALGORITHM = "s3.checksum.algorithm"
 
 #: Keys whose values are secrets: never shown in a message, a log line or ``repr``.
 SECRET_KEYS: frozenset[str] = frozenset({ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN})
@@ -58,7 +59,7 @@ KNOWN_KEYS: frozenset[str] = frozenset({
     BUCKET, PREFIX, REGION, ENDPOINT_URL, PATH_STYLE, STORAGE_CLASS, SSE_ALGORITHM,
     SSE_KMS_KEY_ID, PART_SIZE, UPLOAD_CONCURRENCY, API_CALL_TIMEOUT, API_CALL_ATTEMPT_TIMEOUT,
     MAX_ATTEMPTS, ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN, PROFILE, CERTIFICATE_CHECK,
-    CHECKSUM_CHECK,
+    CHECKSUM_CHECK, CHECKSUM_ALGORITHM,
 })
 
 #: S3 allows parts of 5 MiB to 5 GiB (all but the last part) and at most 10,000 parts.
@@ -77,6 +78,14 @@ READ_TIMEOUT_DEFAULT = 60.0
 #: dual-layer SSE-KMS.
 SSE_ALGORITHMS: tuple[str, ...] = ("AES256", "aws:kms", "aws:kms:dsse")
 _KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
+#: Upload checksums (``s3.checksum.algorithm``): every ``PutObject`` and part carries its
+#: checksum, which S3 verifies (a corrupted upload fails with ``BadDigest``), and a multipart
+#: upload declares it so S3 keeps a composite checksum of the parts. ``CRC32C`` (the default) is
+#: the checksum Kafka's record batches use; ``NONE`` sends none, for S3-compatible services
+#: without flexible checksums.
+CHECKSUM_ALGORITHMS: tuple[str, ...] = ("CRC32C", "CRC32", "NONE")
+CHECKSUM_ALGORITHM_DEFAULT = "CRC32C"
+
 #: Storage classes whose objects cannot be read without a restore: a remote tier must be
 #: readable at any time, so they are refused.
 UNREADABLE_STORAGE_CLASSES = frozenset({"GLACIER", "DEEP_ARCHIVE"})
@@ -117,6 +126,7 @@ class S3Config:
     profile: str | None = None
     certificate_check: bool = True
     checksum_check: bool = False
+    checksum_algorithm: str | None = CHECKSUM_ALGORITHM_DEFAULT
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -201,6 +211,12 @@ class S3Config:
                 raise ConfigError(f"{SSE_KMS_KEY_ID} needs {SSE_ALGORITHM}=aws:kms (or "
                                   f"aws:kms:dsse), not {algorithm}", key=SSE_KMS_KEY_ID)
 
+        checksum_algorithm = (get.text(CHECKSUM_ALGORITHM) or CHECKSUM_ALGORITHM_DEFAULT).upper()
+        if checksum_algorithm not in CHECKSUM_ALGORITHMS:
+            raise ConfigError(f"invalid value {checksum_algorithm!r} for {CHECKSUM_ALGORITHM}: "
+                              f"expected one of {', '.join(CHECKSUM_ALGORITHMS)}",
+                              key=CHECKSUM_ALGORITHM, value=checksum_algorithm)
+
         access_key_id = get.secret(ACCESS_KEY_ID)
         secret_access_key = get.secret(SECRET_ACCESS_KEY)
         session_token = get.secret(SESSION_TOKEN)
@@ -242,6 +258,7 @@ class S3Config:
             profile=profile,
             certificate_check=bool(get.boolean(CERTIFICATE_CHECK, True)),
             checksum_check=bool(get.boolean(CHECKSUM_CHECK, False)),
+            checksum_algorithm=None if checksum_algorithm == "NONE" else checksum_algorithm,
         )
 
 
@@ -306,6 +323,7 @@ def _prefix(raw: str) -> str:
 
 
 __all__ = [
+    "CHECKSUM_ALGORITHMS",
     "KNOWN_KEYS",
     "PART_SIZE_DEFAULT",
     "PART_SIZE_MAX",

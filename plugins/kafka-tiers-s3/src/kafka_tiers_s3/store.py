@@ -2,13 +2,17 @@
 
 - ``put``: one ``PutObject`` up to ``s3.multipart.upload.part.size`` bytes; larger objects are
   streamed in a multipart upload, ``s3.multipart.upload.concurrency`` parts in flight at once,
-  holding at most concurrency + 1 parts in memory. When anything fails (a part, reading the
-  local data, completing) the upload is aborted once the parts in flight have ended, so no
-  incomplete upload is left behind (S3 keeps, and bills, the parts of an upload that is neither
-  completed nor aborted). An abort that fails too (S3 unreachable) is remembered and retried
-  before the next upload and at :meth:`S3ObjectStore.close`; what still remains (a crash) is
-  found by :meth:`S3ObjectStore.abort_incomplete_uploads`, which the plugin's
-  ``collect_orphans`` calls.
+  holding at most concurrency + 1 parts in memory. Every request body carries its checksum
+  (``s3.checksum.algorithm``, CRC-32C by default, computed here rather than by botocore, whose
+  CRC-32C needs the CRT), which S3 verifies on arrival; a multipart upload declares the
+  algorithm when it is created, so S3 checks each part and keeps the object's composite
+  checksum. A part's tag is ``<ETag>`` or ``<ETag>|<checksum>``. When anything fails (a part,
+  reading the local data, completing) the upload is aborted once the parts in flight have
+  ended, so no incomplete upload is left behind (S3 keeps, and bills, the parts of an upload
+  that is neither completed nor aborted). An abort that fails too (S3 unreachable) is
+  remembered and retried before the next upload and at :meth:`S3ObjectStore.close`; what still
+  remains (a crash) is found by :meth:`S3ObjectStore.abort_incomplete_uploads`, which the
+  plugin's ``collect_orphans`` calls.
 - ``get``: ``GetObject``, with ``Range: bytes=first-last`` for a byte range; the body is
   streamed, never buffered whole.
 - ``delete_many``: ``DeleteObjects`` in batches of at most 1,000 keys (S3's limit), quiet mode;
@@ -23,13 +27,17 @@ starts once it is spent). Every key is placed under ``s3.prefix`` inside the buc
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import io
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, ClassVar
+
+import crc32c
 
 from kafka_tiers.api import (
     ByteRange,
@@ -81,6 +89,8 @@ def build_client(cfg: S3Config) -> Any:
         read_timeout=cfg.read_timeout,
         max_pool_connections=max(10, 2 * cfg.upload_concurrency),
         response_checksum_validation="when_supported" if cfg.checksum_check else "when_required",
+        # the store sends its own checksums (s3.checksum.algorithm); with NONE, none at all
+        request_checksum_calculation="when_required",
         user_agent_extra=_USER_AGENT,
     )
     if not cfg.certificate_check:
@@ -129,6 +139,7 @@ class S3ObjectStore(MultipartObjectStore):
             self._write_args["ServerSideEncryption"] = cfg.sse_algorithm
         if cfg.sse_kms_key_id is not None:
             self._write_args["SSEKMSKeyId"] = cfg.sse_kms_key_id
+        self.checksum_algorithm = cfg.checksum_algorithm
         if cfg.api_call_timeout_ms is not None:
             events = self.client.meta.events
             events.register("before-call.s3", self._start_call_clock)
@@ -175,9 +186,23 @@ class S3ObjectStore(MultipartObjectStore):
 
     # -- single objects ------------------------------------------------------------------------
 
+    def checksum_of(self, data: bytes) -> str | None:
+        """The base64 checksum of a request body in ``s3.checksum.algorithm`` (S3's
+        ``x-amz-checksum-*`` form: the 4 big-endian bytes of the CRC), None without one."""
+        if self.checksum_algorithm is None:
+            return None
+        value = crc32c.crc32c(data) if self.checksum_algorithm == "CRC32C" else zlib.crc32(data)
+        return base64.b64encode(value.to_bytes(4, "big")).decode("ascii")
+
+    def _checksum_args(self, checksum: str | None) -> dict[str, str]:
+        if checksum is None or self.checksum_algorithm is None:
+            return {}
+        return {"ChecksumAlgorithm": self.checksum_algorithm,
+                f"Checksum{self.checksum_algorithm}": checksum}
+
     def put_object(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self.full_key(key), Body=data,
-                               **self._write_args)
+                               **self._write_args, **self._checksum_args(self.checksum_of(data)))
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
         args: dict[str, Any] = {"Bucket": self.bucket, "Key": self.full_key(key)}
@@ -225,21 +250,34 @@ class S3ObjectStore(MultipartObjectStore):
     # -- multipart uploads ---------------------------------------------------------------------
 
     def create_multipart_upload(self, key: str) -> str:
+        args = dict(self._write_args)
+        if self.checksum_algorithm is not None:
+            args["ChecksumAlgorithm"] = self.checksum_algorithm
         response = self.client.create_multipart_upload(Bucket=self.bucket,
-                                                       Key=self.full_key(key),
-                                                       **self._write_args)
+                                                       Key=self.full_key(key), **args)
         return str(response["UploadId"])
 
     def upload_part(self, key: str, upload_id: str, part_number: int, data: bytes) -> str:
+        """Upload one part with its checksum; returns its tag, ``<ETag>`` or
+        ``<ETag>|<checksum>`` (what :meth:`complete_multipart_upload` takes back)."""
+        checksum = self.checksum_of(data)
         response = self.client.upload_part(Bucket=self.bucket, Key=self.full_key(key),
-                                           UploadId=upload_id, PartNumber=part_number, Body=data)
-        return str(response["ETag"])
+                                           UploadId=upload_id, PartNumber=part_number, Body=data,
+                                           **self._checksum_args(checksum))
+        etag = str(response["ETag"])
+        return etag if checksum is None else f"{etag}|{checksum}"
 
     def complete_multipart_upload(self, key: str, upload_id: str, parts: Sequence[str]) -> None:
+        listed: list[dict[str, Any]] = []
+        for number, tag in enumerate(parts, start=1):
+            etag, _, checksum = tag.partition("|")
+            part: dict[str, Any] = {"ETag": etag, "PartNumber": number}
+            if checksum and self.checksum_algorithm is not None:
+                part[f"Checksum{self.checksum_algorithm}"] = checksum
+            listed.append(part)
         self.client.complete_multipart_upload(
             Bucket=self.bucket, Key=self.full_key(key), UploadId=upload_id,
-            MultipartUpload={"Parts": [{"ETag": tag, "PartNumber": number}
-                                       for number, tag in enumerate(parts, start=1)]})
+            MultipartUpload={"Parts": listed})
 
     def abort_multipart_upload(self, key: str, upload_id: str) -> None:
         self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.full_key(key),
