@@ -138,3 +138,23 @@ def test_kerberos_client_is_built_only_when_enabled(monkeypatch: pytest.MonkeyPa
         assert args["timeout"] == 30.0
     finally:
         plugin.close()
+
+
+def test_the_hdfs_packages_per_call_info_lines_are_quiet_unless_asked_for(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from kafka_tiers_hdfs.storage import HDFS_LOGGER, quiet_hdfs_logging
+
+    logger = logging.getLogger(HDFS_LOGGER)
+    saved = logger.level
+    try:
+        logger.setLevel(logging.NOTSET)
+        quiet_hdfs_logging()
+        assert logger.level == logging.WARNING
+        with caplog.at_level(logging.INFO):
+            logging.getLogger("hdfs.client").info("Writing to %r.", "/x")
+        assert "Writing to" not in caplog.text
+        logger.setLevel(logging.DEBUG)  # an operator's choice stays
+        quiet_hdfs_logging()
+        assert logger.level == logging.DEBUG
+    finally:
+        logger.setLevel(saved)

@@ -19,6 +19,7 @@ the broker; copies fail with retriable errors until it is back.
 from __future__ import annotations
 
 import getpass
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -36,6 +37,19 @@ from kafka_tiers.api import (
 from kafka_tiers.api.objectstore import default_translate, partition_prefix
 from kafka_tiers_hdfs.settings import KERBEROS_ENABLED, USER, HdfsSettings
 from kafka_tiers_hdfs.store import HdfsObjectStore, raise_for_server_error, translate
+
+#: The ``hdfs`` package's logger: it logs every WebHDFS call at INFO.
+HDFS_LOGGER = "hdfs"
+
+
+def quiet_hdfs_logging() -> None:
+    """Raise the ``hdfs`` package's logger to WARNING unless its level was set: it logs every
+    call (each read, write, rename, delete) at INFO, a dozen lines per segment copy in a
+    broker's log. Setting the ``hdfs`` logger's level (to INFO or DEBUG) in the logging
+    configuration, before or after, brings its lines back; this never lowers a level."""
+    logger = logging.getLogger(HDFS_LOGGER)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
 
 
 class _Session(requests.Session):
@@ -107,6 +121,7 @@ class HdfsRemoteStorageManager(ObjectStoreRemoteStorageManager):
             ConfigError: a missing or malformed value (one line naming the key).
         """
         settings = HdfsSettings.from_config(config)
+        quiet_hdfs_logging()
         session = _Session()
         session.verify = settings.tls_verify
         session.hooks["response"].append(raise_for_server_error)
