@@ -10,8 +10,10 @@ An object-store backend (a directory tree, S3, Azure Blob, HDFS, a database) imp
 - ``list(prefix)``: every object whose key starts with a prefix (paginating internally).
 
 Stores with multi-part uploads subclass :class:`MultipartObjectStore` instead and implement the
-part operations; its ``put`` does the splitting and aborts a failed upload. A store translates
-its own exceptions with :meth:`ObjectStore.translate_error`.
+part operations; its ``put`` does the splitting, keeps up to ``upload_concurrency`` parts in
+flight (holding at most one part more in memory), grows the part size to fit ``max_parts``,
+and aborts a failed upload once its parts in flight have ended. A store translates its own
+exceptions with :meth:`ObjectStore.translate_error`.
 
 :class:`ObjectStoreRemoteStorageManager` then implements :class:`RemoteStorageManager` on top:
 
@@ -67,7 +69,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, BinaryIO, ClassVar, Protocol
@@ -559,16 +561,41 @@ class ObjectStore(ABC):
 class MultipartObjectStore(ObjectStore):
     """An object store with multi-part uploads (S3 multipart, Azure block lists).
 
-    Implement the five part operations; :meth:`put` sends objects of up to :attr:`part_size`
-    bytes with :meth:`put_object` and larger ones in parts, aborting the upload when anything
-    fails (so no partial object and no dangling upload remain). It holds at most two parts in
-    memory.
+    Implement the five part operations; :meth:`put` does the rest: objects of up to one part
+    go up with :meth:`put_object`, larger ones in a multi-part upload with up to
+    :attr:`upload_concurrency` parts in flight at once, completed with the part tags in
+    part-number order. When anything fails (a part, reading ``data``, completing, an
+    interrupt) the parts not yet started are dropped, the parts in flight are waited for, and
+    :meth:`abort_failed_upload` is called, so that no partial object and no dangling upload
+    remain; then the original error is raised.
+
+    Memory: :meth:`put` holds at most ``upload_concurrency + 1`` parts (two when sequential).
+
+    Thread-safety: :meth:`put` may run on several threads at once (see
+    :attr:`ObjectStore.max_concurrent_puts`) when the part operations allow it. With
+    :attr:`upload_concurrency` above 1, :meth:`upload_part` runs on a pool of threads (one pool
+    per upload, named after :attr:`upload_thread_name`, shut down before :meth:`put` returns
+    or raises), several calls at once for one upload, so it must be thread-safe; every other
+    operation runs on the thread calling :meth:`put`. With 1 (the default) everything runs
+    on the calling thread, one part after the other, and no thread is started.
 
     Attributes:
-        part_size: bytes per part (S3 requires at least 5 MiB for all parts but the last).
+        part_size: bytes per part (S3 requires at least 5 MiB for all parts but the last); see
+            :meth:`part_size_for`.
+        upload_concurrency: parts of one upload in flight at once (1: sequential).
+        max_parts: the service's limit on parts per object (S3 10,000, Azure 50,000), or None
+            for no limit.
+        part_size_setting: the name of the user's setting behind :attr:`part_size` (say
+            ``"s3.multipart.upload.part.size"``), named by the error of an upload that needs
+            more than :attr:`max_parts` parts; None: ``part_size``.
+        upload_thread_name: the name prefix of the upload threads.
     """
 
     part_size: int = 8 * 1024 * 1024
+    upload_concurrency: int = 1
+    max_parts: int | None = None
+    part_size_setting: str | None = None
+    upload_thread_name: str = "kafka-tiers-upload"
 
     @abstractmethod
     def put_object(self, key: str, data: bytes) -> None:
@@ -580,42 +607,154 @@ class MultipartObjectStore(ObjectStore):
 
     @abstractmethod
     def upload_part(self, key: str, upload_id: str, part_number: int, data: bytes) -> str:
-        """Upload part ``part_number`` (1-based); returns the part's tag (ETag, block id)."""
+        """Upload part ``part_number`` (1-based); returns the part's tag (ETag, block id), an
+        opaque string handed back to :meth:`complete_multipart_upload`. Must be thread-safe
+        when :attr:`upload_concurrency` is above 1."""
 
     @abstractmethod
     def complete_multipart_upload(self, key: str, upload_id: str, parts: Sequence[str]) -> None:
-        """Make the object from these part tags, in order (atomically)."""
+        """Make the object from these part tags, in part-number order (atomically)."""
 
     @abstractmethod
     def abort_multipart_upload(self, key: str, upload_id: str) -> None:
         """Drop an unfinished upload and its parts."""
 
-    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+    def abort_failed_upload(self, key: str, upload_id: str) -> None:
+        """Called by :meth:`put` when an upload failed, once none of its parts is in flight.
+
+        The default calls :meth:`abort_multipart_upload` and, when that fails too, logs a
+        warning (the original failure is what :meth:`put` raises). Override to do more, such
+        as remembering the upload to abort it later. Should not raise; whatever it raises is
+        logged, and :meth:`put` still raises the original failure.
+        """
+        try:
+            self.abort_multipart_upload(key, upload_id)
+        except Exception as exc:  # the original failure matters; the upload expires anyway
+            log.warning("could not abort the multi-part upload %s of %s: %s", upload_id, key,
+                        _describe(self, exc, key))
+
+    def part_size_for(self, length: int | None) -> int:
+        """The part size for an object of ``length`` bytes (None: unknown): :attr:`part_size`,
+        grown when the object would need more than :attr:`max_parts` parts.
+
+        Raises:
+            RemoteStorageError: :attr:`part_size` is not above 0.
+        """
         size = self.part_size
         if size <= 0:
             raise RemoteStorageError(f"part_size must be > 0, got {size}")
+        limit = self.max_parts
+        if limit is None or length is None or length <= size * limit:
+            return size
+        return -(-length // limit)
+
+    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
+        """Store the stream: one :meth:`put_object` for up to one part (of
+        :meth:`part_size_for` ``length`` bytes), else a multi-part upload (see the class
+        docstring). When ``length`` is known and larger than one part, the first part goes on
+        the wire as soon as it is read; otherwise a second part is read to decide.
+
+        Returns:
+            The number of bytes stored.
+
+        Raises:
+            RemoteStorageError: ``part_size`` or ``upload_concurrency`` is invalid, or an
+                object of unknown length needs more than :attr:`max_parts` parts (not
+                retriable: raise the part size).
+            Exception: whatever the part operations or ``data`` raise (the upload aborted).
+        """
+        size = self.part_size_for(length)
+        concurrency = self.upload_concurrency
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise RemoteStorageError(f"upload_concurrency must be an int >= 1, got "
+                                     f"{concurrency!r}", retriable=False)
         first = read_exact(data, size)
-        second = read_exact(data, size) if len(first) == size else b""
-        if not second:
+        ahead: list[bytes] = [first]
+        more = len(first) == size and length is not None and length > size
+        if len(first) == size and not more:
+            second = read_exact(data, size)  # is there more than one part?
+            if second:
+                ahead.append(second)
+                more = True
+        if not more:
             self.put_object(key, first)
             return len(first)
+        del first  # ahead holds the parts read so far; the upload takes them from it
         upload_id = self.create_multipart_upload(key)
         try:
-            tags = [self.upload_part(key, upload_id, 1, first)]
-            total = len(first)
-            chunk = second
-            while chunk:
-                tags.append(self.upload_part(key, upload_id, len(tags) + 1, chunk))
-                total += len(chunk)
-                chunk = read_exact(data, size)
+            total, tags = self._upload_parts(key, upload_id, data, size, ahead, concurrency)
             self.complete_multipart_upload(key, upload_id, tags)
-            return total
         except BaseException:
             try:
-                self.abort_multipart_upload(key, upload_id)
-            except Exception:  # the original failure matters; the upload expires anyway
-                log.warning("could not abort multi-part upload of %s", key, exc_info=True)
+                self.abort_failed_upload(key, upload_id)
+            except Exception as exc:  # the hook should not raise: the original failure wins
+                log.warning("abort_failed_upload failed for the upload %s of %s: %s",
+                            upload_id, key, _describe(self, exc, key))
             raise
+        return total
+
+    def _upload_parts(self, key: str, upload_id: str, data: BinaryIO, size: int,
+                      ahead: list[bytes], concurrency: int) -> tuple[int, list[str]]:
+        """Upload ``ahead`` and then the rest of ``data`` in parts of ``size`` bytes, with up
+        to ``concurrency`` in flight; returns the byte count and the tags in part order.
+        Returns or raises only once no part is in flight."""
+        limit = self.max_parts
+        pool = (ThreadPoolExecutor(concurrency, thread_name_prefix=self.upload_thread_name)
+                if concurrency > 1 else None)
+        in_flight: dict[Future[str], int] = {}
+        tags: dict[int, str] = {}
+        total = 0
+        number = 0
+        try:
+            chunk: bytes | None = ahead.pop(0)
+            while chunk:
+                number += 1
+                if limit is not None and number > limit:
+                    setting = self.part_size_setting or "part_size"
+                    raise RemoteStorageError(
+                        f"{key} needs more than {limit} parts of {size} bytes: raise "
+                        f"{setting}", resource=key, retriable=False)
+                total += len(chunk)
+                if pool is None:
+                    tags[number] = self.upload_part(key, upload_id, number, chunk)
+                else:
+                    _collect_parts(in_flight, tags, block=False)  # a failure stops us early
+                    while len(in_flight) >= concurrency:
+                        _collect_parts(in_flight, tags, block=True)
+                    in_flight[pool.submit(self.upload_part, key, upload_id, number,
+                                          chunk)] = number
+                chunk = None  # the part in flight holds the only reference to its bytes
+                chunk = ahead.pop(0) if ahead else read_exact(data, size)
+            while in_flight:
+                _collect_parts(in_flight, tags, block=True)
+        finally:
+            for future in in_flight:
+                future.cancel()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)  # the parts in flight end here
+        return total, [tags[n] for n in sorted(tags)]
+
+
+def _collect_parts(in_flight: dict[Future[str], int], tags: dict[int, str],
+                   block: bool) -> None:
+    """Move the finished parts' tags from ``in_flight`` to ``tags`` (waiting for one to finish
+    when ``block``); re-raise the failure of the lowest-numbered failed part."""
+    if block:
+        wait(in_flight, return_when=FIRST_COMPLETED)
+    done = sorted((n, f) for f, n in in_flight.items() if f.done())
+    for number, future in done:
+        del in_flight[future]
+        tags[number] = future.result()  # raises the part's failure
+
+
+def _describe(store: ObjectStore, exc: BaseException, key: str | None) -> str:
+    """An exception for a log line: the store's translation (which keeps credentials out), or
+    the default one."""
+    try:
+        mapped = store.translate_error(exc, key)
+    except Exception:
+        mapped = None
+    return str(mapped or default_translate(exc, key))
 
 
 def read_exact(stream: BinaryIO, size: int) -> bytes:

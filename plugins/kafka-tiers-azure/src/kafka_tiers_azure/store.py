@@ -20,10 +20,13 @@ How the object-store operations map onto the Blob service:
 ``list``                   List Blobs by prefix (paginated by the SDK)
 ========================== =====================================================================
 
-Uploads larger than one block stage up to ``azure.upload.concurrency`` blocks at once (holding at
-most that many plus one blocks in memory) and commit them in order; when the length is known,
-the first block goes on the wire as soon as it is read. The small objects of a segment copy are
-stored at once, after its log (:attr:`AzureBlobStore.max_concurrent_puts`).
+``put`` is :meth:`MultipartObjectStore.put <kafka_tiers.api.MultipartObjectStore.put>` on these
+operations: uploads larger than one block (``azure.upload.block.size``, grown when a known length
+would need more than 50,000 blocks) stage up to ``azure.upload.concurrency`` blocks at once
+(holding at most that many plus one blocks in memory) and commit them in order; when the length
+is known, the first block goes on the wire as soon as it is read. A failure commits nothing
+(the staged blocks are left to the service's garbage collection). The small objects of a
+segment copy are stored at once, after its log (:attr:`AzureBlobStore.max_concurrent_puts`).
 
 Errors: every SDK exception is turned into a kafka-tiers error *inside* this module (see
 :meth:`AzureBlobStore.translate_error`) and raised ``from None``, so that no SDK exception -- whose
@@ -40,7 +43,6 @@ import random
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from azure.core.exceptions import (
@@ -63,9 +65,9 @@ from kafka_tiers.api import (
     RemoteStorageError,
     RetriableRemoteStorageError,
 )
-from kafka_tiers.api.objectstore import default_translate, read_exact
+from kafka_tiers.api.objectstore import default_translate
 from kafka_tiers_azure import redact
-from kafka_tiers_azure.config import AzureBlobConfig, CredentialKind
+from kafka_tiers_azure.config import BLOCK_SIZE, AzureBlobConfig, CredentialKind
 
 if TYPE_CHECKING:
     from azure.storage.blob import StorageStreamDownloader
@@ -168,6 +170,8 @@ class AzureBlobStore(MultipartObjectStore):
     """Objects as block blobs of one container (see the module docstring).
 
     Thread-safe: the SDK's clients are, and nothing here is shared between calls but them.
+    ``put`` is :class:`MultipartObjectStore`'s, with ``azure.upload.concurrency`` blocks in
+    flight (:attr:`upload_concurrency`) and at most :data:`MAX_BLOCKS` blocks (:attr:`max_parts`).
 
     Args:
         config: the checked configuration.
@@ -178,6 +182,9 @@ class AzureBlobStore(MultipartObjectStore):
     max_delete_batch: ClassVar[int] = MAX_BATCH
     #: the SDK's clients are thread-safe, and every put is its own blob (or block list)
     max_concurrent_puts: ClassVar[int] = 4
+    max_parts = MAX_BLOCKS
+    part_size_setting = BLOCK_SIZE
+    upload_thread_name = "kafka-tiers-azure-upload"
 
     def __init__(self, config: AzureBlobConfig, client: ContainerClient | None = None) -> None:
         self.config = config
@@ -360,49 +367,6 @@ class AzureBlobStore(MultipartObjectStore):
         """Nothing to send: staged blocks that are never committed stay invisible and are
         garbage-collected by the service; a committed blob under ``key`` is untouched."""
 
-    def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
-        """Store a stream: up to one block with Put Blob, larger in blocks staged
-        ``azure.upload.concurrency`` at a time and committed in order. A failure commits
-        nothing (the staged blocks are left to the service's garbage collection)."""
-        if self.upload_concurrency <= 1:
-            return super().put(key, data, length)
-        size = self.part_size
-        first = read_exact(data, size)
-        # is there more than one block? A known length larger than a block says so; otherwise
-        # (unknown, or exactly one block) read on to see
-        more = length is not None and length > size and len(first) == size
-        second = b""
-        if len(first) == size and not more:
-            second = read_exact(data, size)
-        if not more and not second:
-            self.put_object(key, first)
-            return len(first)
-        upload_id = self.create_multipart_upload(key)
-        pool = ThreadPoolExecutor(self.upload_concurrency,
-                                  thread_name_prefix="kafka-tiers-azure-upload")
-        futures: list[Future[str]] = []
-        try:
-            total = 0
-            chunk = first
-            while chunk:
-                _wait_for_room(futures, self.upload_concurrency)
-                futures.append(pool.submit(self.upload_part, key, upload_id,
-                                           len(futures) + 1, chunk))
-                total += len(chunk)
-                chunk = second if second else read_exact(data, size)
-                second = b""
-            tags = [f.result() for f in futures]
-            self.complete_multipart_upload(key, upload_id, tags)
-            return total
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            wait(futures)  # blocks still being staged finish (or fail) before the abort
-            self.abort_multipart_upload(key, upload_id)
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -418,19 +382,6 @@ class AzureBlobStore(MultipartObjectStore):
                 close_credential()
         finally:
             redact.unregister(self._secrets)
-
-
-def _wait_for_room(futures: Sequence[Future[str]], limit: int) -> None:
-    """Block until fewer than ``limit`` uploads run; re-raise the first that failed."""
-    while True:
-        running = [f for f in futures if not f.done()]
-        for f in futures:
-            if f.done() and f.exception() is not None:
-                f.result()  # raises it
-        if len(running) < limit:
-            return
-        wait(running, return_when=FIRST_COMPLETED)
-
 
 
 class _DownloadStream(io.RawIOBase):

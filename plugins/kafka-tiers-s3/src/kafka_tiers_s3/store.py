@@ -1,18 +1,20 @@
 """An S3 bucket (or an S3-compatible service) as a kafka-tiers object store, through boto3.
 
-- ``put``: one ``PutObject`` up to ``s3.multipart.upload.part.size`` bytes; larger objects are
-  streamed in a multipart upload, ``s3.multipart.upload.concurrency`` parts in flight at once,
-  holding at most concurrency + 1 parts in memory. Every request body carries its checksum
-  (``s3.checksum.algorithm``, CRC-32C by default, computed here rather than by botocore, whose
-  CRC-32C needs the CRT), which S3 verifies on arrival; a multipart upload declares the
-  algorithm when it is created, so S3 checks each part and keeps the object's composite
-  checksum. A part's tag is ``<ETag>`` or ``<ETag>|<checksum>``. When anything fails (a part,
-  reading the local data, completing) the upload is aborted once the parts in flight have
-  ended, so no incomplete upload is left behind (S3 keeps, and bills, the parts of an upload
-  that is neither completed nor aborted). An abort that fails too (S3 unreachable) is
-  remembered and retried before the next upload and at :meth:`S3ObjectStore.close`; what still
-  remains (a crash) is found by :meth:`S3ObjectStore.abort_incomplete_uploads`, which the
-  plugin's ``collect_orphans`` calls.
+- ``put``: :meth:`MultipartObjectStore.put <kafka_tiers.api.MultipartObjectStore.put>` on
+  this module's part operations: one ``PutObject`` up to ``s3.multipart.upload.part.size``
+  bytes; larger objects are streamed in a multipart upload, ``s3.multipart.upload.concurrency``
+  parts in flight at once, holding at most concurrency + 1 parts in memory (the part size grows
+  when a known length would need more than 10,000 parts). Every request body carries its
+  checksum (``s3.checksum.algorithm``, CRC-32C by default, computed here rather than by
+  botocore, whose CRC-32C needs the CRT), which S3 verifies on arrival; a multipart upload
+  declares the algorithm when it is created, so S3 checks each part and keeps the object's
+  composite checksum. A part's tag is ``<ETag>`` or ``<ETag>|<checksum>``. When anything fails
+  (a part, reading the local data, completing) the upload is aborted once the parts in flight
+  have ended, so no incomplete upload is left behind (S3 keeps, and bills, the parts of an
+  upload that is neither completed nor aborted). An abort that fails too (S3 unreachable) is
+  remembered (:meth:`S3ObjectStore.abort_failed_upload`) and retried before the next upload
+  and at :meth:`S3ObjectStore.close`; what still remains (a crash) is found by
+  :meth:`S3ObjectStore.abort_incomplete_uploads`, which the plugin's ``collect_orphans`` calls.
 - ``get``: ``GetObject``, with ``Range: bytes=first-last`` for a byte range; the body is
   streamed, never buffered whole.
 - ``delete_many``: ``DeleteObjects`` in batches of at most 1,000 keys (S3's limit), quiet mode;
@@ -28,7 +30,6 @@ starts once it is spent). Every key is placed under ``s3.prefix`` inside the buc
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import io
 import logging
 import threading
@@ -47,9 +48,8 @@ from kafka_tiers.api import (
     RemoteStorageError,
     RetriableRemoteStorageError,
 )
-from kafka_tiers.api.objectstore import read_exact
 from kafka_tiers_s3 import errors
-from kafka_tiers_s3.config import PROFILE, S3Config
+from kafka_tiers_s3.config import PART_SIZE, PROFILE, S3Config
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,10 @@ class S3ObjectStore(MultipartObjectStore):
     Attributes:
         bucket: the bucket.
         prefix: ``s3.prefix`` without surrounding slashes ("" for none).
-        part_size: bytes per part of a multipart upload.
-        upload_concurrency: parts of one upload in flight at once.
+        part_size: bytes per part of a multipart upload (``s3.multipart.upload.part.size``;
+            grown by :meth:`part_size_for` for objects that would need more than 10,000).
+        upload_concurrency: parts of one upload in flight at once
+            (``s3.multipart.upload.concurrency``).
         list_page_size: keys per ``ListObjectsV2`` page (S3's maximum, 1,000, by default).
     """
 
@@ -121,6 +123,9 @@ class S3ObjectStore(MultipartObjectStore):
     #: boto3 clients are thread-safe and every put is its own request or upload: the small
     #: objects of a segment copy go up at once (after its log)
     max_concurrent_puts: ClassVar[int] = 4
+    max_parts = MAX_PARTS
+    part_size_setting = PART_SIZE
+    upload_thread_name = "kt-s3-upload"
 
     def __init__(self, cfg: S3Config, client: Any | None = None) -> None:
         self.config = cfg
@@ -283,7 +288,11 @@ class S3ObjectStore(MultipartObjectStore):
         self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.full_key(key),
                                            UploadId=upload_id)
 
-    def _abort_or_remember(self, key: str, upload_id: str) -> None:
+    def abort_failed_upload(self, key: str, upload_id: str) -> None:
+        """Abort a failed (or abandoned) upload, logging no traceback when that fails too:
+        an upload S3 no longer knows (``NoSuchUpload``) is gone already; any other failure (S3
+        unreachable) is remembered, and the abort retried before the next upload and at
+        :meth:`close`."""
         try:
             self.abort_multipart_upload(key, upload_id)
         except Exception as exc:  # the original failure matters more
@@ -339,74 +348,20 @@ class S3ObjectStore(MultipartObjectStore):
                     stale.append((self._relative(upload["Key"]), upload["UploadId"]))
         if not dry_run:
             for key, upload_id in stale:
-                self._abort_or_remember(key, upload_id)
+                self.abort_failed_upload(key, upload_id)
         return sorted(key for key, _ in stale)
 
-    def part_size_for(self, length: int | None) -> int:
-        """The part size for an object of ``length`` bytes: :attr:`part_size`, grown when the
-        object would need more than 10,000 parts."""
-        if length is None or length <= self.part_size * MAX_PARTS:
-            return self.part_size
-        return -(-length // MAX_PARTS)
-
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
-        """Store the stream: one request for small objects, else a multipart upload with
-        :attr:`upload_concurrency` parts in flight, aborted when anything fails.
+        """Store the stream (see :meth:`MultipartObjectStore.put`): one request for small
+        objects, else a multipart upload with :attr:`upload_concurrency` parts in flight,
+        aborted when anything fails. The aborts that failed earlier are retried first.
 
         Returns:
             The number of bytes stored.
         """
         if self._pending_aborts:
             self.retry_pending_aborts()
-        size = self.part_size_for(length)
-        first = read_exact(data, size)
-        second = read_exact(data, size) if len(first) == size else b""
-        if not second:
-            self.put_object(key, first)
-            return len(first)
-        upload_id = self.create_multipart_upload(key)
-        pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.upload_concurrency, thread_name_prefix="kt-s3-upload")
-        in_flight: dict[concurrent.futures.Future[str], int] = {}
-        tags: dict[int, str] = {}
-        try:
-            total = 0
-            number = 0
-            chunk = first
-            while chunk:
-                number += 1
-                if number > MAX_PARTS:
-                    raise RemoteStorageError(
-                        f"s3://{self.bucket}/{self.full_key(key)} needs more than {MAX_PARTS} "
-                        f"parts of {size} bytes: raise s3.multipart.upload.part.size",
-                        resource=key, retriable=False)
-                while len(in_flight) >= self.upload_concurrency:
-                    self._collect(in_flight, tags, concurrent.futures.FIRST_COMPLETED)
-                in_flight[pool.submit(self.upload_part, key, upload_id, number, chunk)] = number
-                total += len(chunk)
-                if second:
-                    chunk, second = second, b""
-                else:
-                    chunk = read_exact(data, size)
-            while in_flight:
-                self._collect(in_flight, tags, concurrent.futures.ALL_COMPLETED)
-            pool.shutdown(wait=True)
-            self.complete_multipart_upload(key, upload_id, [tags[n] for n in sorted(tags)])
-            return total
-        except BaseException:
-            for future in in_flight:
-                future.cancel()
-            pool.shutdown(wait=True)  # parts in flight end before the abort, so none survives
-            self._abort_or_remember(key, upload_id)
-            raise
-
-    @staticmethod
-    def _collect(in_flight: dict[concurrent.futures.Future[str], int], tags: dict[int, str],
-                 when: str) -> None:
-        done, _ = concurrent.futures.wait(list(in_flight), return_when=when)
-        for future in done:
-            number = in_flight.pop(future)
-            tags[number] = future.result()  # raises the part's failure
+        return super().put(key, data, length)
 
     # -- errors and lifecycle ------------------------------------------------------------------
 
