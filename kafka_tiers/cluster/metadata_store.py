@@ -451,11 +451,13 @@ class ClusterMetadata:
                      ) -> tuple[dict[TopicPartition, PartitionState], list[TopicPartition]]:
         """Conditionally write partition states (each at the version it carries).
 
-        With ``batch`` the writes go in atomic multis of ``batch_size``; a multi that fails on
-        a version falls back to one write per partition so the others still land. Without it,
-        one write per partition. ``guard`` (the controller's check of its epoch node) goes
-        into every write. Returns the states written (with their new versions) and the
-        partitions whose write failed on a version (re-read them).
+        With ``batch`` the writes go in atomic multis of ``batch_size``. A multi that fails on
+        a version (a leader's ISR write landed first) is retried once without its stale
+        states, found by reading the chunk's current versions in one batch; should that fail
+        too (another write raced in), its states are written one by one, so the others still
+        land. Without ``batch``, one write per partition. ``guard`` (the controller's check of
+        its epoch node) goes into every write. Returns the states written (with their new
+        versions) and the partitions whose write failed on a version (re-read them).
 
         Raises:
             ControllerMovedError: the guard failed (another controller was elected).
@@ -497,19 +499,41 @@ class ClusterMetadata:
                 size = 0
             chunks[-1].append(item)
             size += cost
-        results = self.store.multi_many([
-            [*head, *(Op.set(state_path(tp), st.to_json(), st.version) for tp, st in chunk)]
-            for chunk in chunks if chunk])
+        def ops(chunk: list[tuple[TopicPartition, PartitionState]]) -> list[Op]:
+            return [*head, *(Op.set(state_path(tp), st.to_json(), st.version)
+                             for tp, st in chunk)]
+
+        def record(chunk: list[tuple[TopicPartition, PartitionState]],
+                   result: list[int | None]) -> None:
+            for (tp, st), v in zip(chunk, result[len(head):], strict=True):
+                written[tp] = _with_version(st, int(v or 0))
+
+        def without_stale(chunk: list[tuple[TopicPartition, PartitionState]]) -> None:
+            current = self.store.get_many([state_path(tp) for tp, _ in chunk])
+            fresh = []
+            for (tp, st), got in zip(chunk, current, strict=True):
+                if got is None or (st.version != -1 and got[1] != st.version):
+                    failed.append(tp)
+                else:
+                    fresh.append((tp, st))
+            if not fresh:
+                return
+            try:
+                record(fresh, self.store.multi(ops(fresh)))
+            except (BadVersionError, NoNodeError) as exc:  # raced again: one at a time
+                guarded(exc)
+                for tp, st in fresh:
+                    one(tp, st)
+
+        results = self.store.multi_many([ops(chunk) for chunk in chunks if chunk])
         for chunk, result in zip(chunks, results, strict=True):
             if isinstance(result, BadVersionError | NoNodeError):
                 guarded(result)
-                for tp, st in chunk:
-                    one(tp, st)
+                without_stale(chunk)
                 continue
             if isinstance(result, MetadataStoreError):
                 raise result
-            for (tp, st), v in zip(chunk, result[len(head):], strict=True):
-                written[tp] = _with_version(st, int(v or 0))
+            record(chunk, result)
         return written, failed
 
     def delete_topic(self, topic: str) -> None:

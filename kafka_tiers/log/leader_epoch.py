@@ -1,5 +1,14 @@
 """The leader epoch cache of a partition (``leader-epoch-checkpoint``), as Kafka's
-``LeaderEpochFileCache``: which leader epoch started at which offset."""
+``LeaderEpochFileCache``: which leader epoch started at which offset.
+
+Changes are kept in memory and written to the checkpoint file (crash-safely) by
+:meth:`LeaderEpochCache.flush`, which :meth:`~kafka_tiers.log.log.Log.flush` calls before it
+advances the recovery point, and so does closing the log. That is Kafka's rule since
+KAFKA-15046: an fsync per change made a broker taking over thousands of partitions spend
+milliseconds on each. It is safe because every entry the file may lack starts at or above the
+recovery point, and recovery after a crash re-reads those batches and assigns their epochs
+again; entries the file holds beyond the log end (a truncation not yet written) are dropped
+when the log opens."""
 
 from __future__ import annotations
 
@@ -21,7 +30,7 @@ class EpochEntry(NamedTuple):
 
 
 class LeaderEpochCache:
-    """Epoch -> start offset, kept sorted by both and persisted on every change.
+    """Epoch -> start offset, kept sorted by both; persisted by :meth:`flush`.
 
     Args:
         checkpoint_path: the ``leader-epoch-checkpoint`` file, or None for memory only.
@@ -31,6 +40,7 @@ class LeaderEpochCache:
         self._file = LeaderEpochCheckpointFile(checkpoint_path) if checkpoint_path else None
         self._lock = threading.RLock()
         self._entries: list[EpochEntry] = []
+        self._dirty = False
         if self._file is not None:
             self._entries = [EpochEntry(e, o) for e, o in self._file.read()]
 
@@ -43,9 +53,28 @@ class LeaderEpochCache:
         with self._lock:
             self._file = LeaderEpochCheckpointFile(path)
 
-    def _flush(self) -> None:
-        if self._file is not None:
-            self._file.write(self._entries)
+    def _changed(self) -> None:
+        self._dirty = True
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the cache holds changes its checkpoint file does not have yet."""
+        with self._lock:
+            return self._dirty
+
+    def flush(self) -> None:
+        """Write the entries to the checkpoint file (temp file, fsync, rename) if they changed
+        since the last write; a no-op for a memory-only cache."""
+        with self._lock:
+            if self._dirty and self._file is not None:
+                self._file.write(self._entries)
+            self._dirty = False
+
+    def write_to(self, path: Path) -> None:
+        """Write the current entries to another checkpoint file (a copy of the partition
+        elsewhere), crash-safely, whatever this cache's own file holds."""
+        with self._lock:
+            LeaderEpochCheckpointFile(path).write(self._entries)
 
     def entries(self) -> list[EpochEntry]:
         with self._lock:
@@ -84,7 +113,7 @@ class LeaderEpochCache:
                                      or self._entries[-1].start_offset >= start_offset):
                 self._entries.pop()
             self._entries.append(EpochEntry(epoch, start_offset))
-            self._flush()
+            self._changed()
             return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -123,7 +152,7 @@ class LeaderEpochCache:
             before = len(self._entries)
             self._entries = [e for e in self._entries if e.start_offset < end_offset]
             if len(self._entries) != before:
-                self._flush()
+                self._changed()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before ``start_offset``; the last of them is kept, moved to
@@ -137,12 +166,15 @@ class LeaderEpochCache:
             new = [first, *keep]
             if new != self._entries:
                 self._entries = new
-                self._flush()
+                self._changed()
 
     def clear(self) -> None:
+        """Drop every entry, in the checkpoint file too at once (the log was emptied and
+        starts afresh: no entry of the file may survive a crash)."""
         with self._lock:
             self._entries = []
-            self._flush()
+            self._changed()
+            self.flush()
 
 
 __all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochEntry", "LeaderEpochCache"]

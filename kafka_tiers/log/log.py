@@ -505,6 +505,8 @@ class Log:
         advance the recovery point to it."""
         with self._lock:
             self._check_open()
+            # epochs first: the checkpoint must hold every entry below the new recovery point
+            self.leader_epoch_cache.flush()
             target = self._log_end_offset if offset is None else min(offset,
                                                                      self._log_end_offset)
             if target <= self._recovery_point:
@@ -869,10 +871,7 @@ class Log:
             for snap in sorted(self.dir.glob("*" + SNAPSHOT_SUFFIX)):
                 shutil.copyfile(snap, dest / snap.name)
                 _fsync_file(dest / snap.name)
-            epochs = self.dir / LEADER_EPOCH_CHECKPOINT
-            if epochs.exists():
-                shutil.copyfile(epochs, dest / LEADER_EPOCH_CHECKPOINT)
-                _fsync_file(dest / LEADER_EPOCH_CHECKPOINT)
+            self.leader_epoch_cache.write_to(dest / LEADER_EPOCH_CHECKPOINT)
             fsync_dir(dest)
             fsync_dir(dest.parent)
             return Log.open(dest, self.config, recovery_point=self._log_end_offset,

@@ -483,9 +483,7 @@ class ReplicaMover:
                         for seg in source.segments()[:-1]]
             start = source.local_log_start_offset
             log_start = source.log_start_offset
-            epochs = source.dir / LEADER_EPOCH_CHECKPOINT
-            if epochs.exists():
-                shutil.copyfile(epochs, path / LEADER_EPOCH_CHECKPOINT)
+            source.leader_epoch_cache.write_to(path / LEADER_EPOCH_CHECKPOINT)
             copied_end = inactive[-1][1] if inactive else start
             snapshots = [p for p in source.dir.glob("*" + SNAPSHOT_SUFFIX)
                          if p.name[:20].isdigit() and int(p.name[:20]) <= copied_end]

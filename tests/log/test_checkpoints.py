@@ -78,6 +78,11 @@ def test_leader_epoch_cache_rules(tmp_path: Path) -> None:
     assert cache.assign(2, 10)
     assert cache.assign(4, 30)
     assert cache.entries() == [EpochEntry(1, 0), EpochEntry(2, 10), EpochEntry(4, 30)]
+    # changes are written by flush (the log's flush, before the recovery point moves), not
+    # by every change
+    assert cache.dirty and LeaderEpochCache(path).entries() == []
+    cache.flush()
+    assert not cache.dirty
     assert LeaderEpochCache(path).entries() == cache.entries()  # persisted
     assert cache.end_offset_for(4, 99) == (4, 99)
     assert cache.end_offset_for(2, 99) == (2, 30)
@@ -91,6 +96,9 @@ def test_leader_epoch_cache_rules(tmp_path: Path) -> None:
     assert cache.entries() == [EpochEntry(1, 0), EpochEntry(2, 10)]
     cache.truncate_from_start(12)
     assert cache.entries() == [EpochEntry(2, 12)]
+    cache.flush()
     assert LeaderEpochCache(path).entries() == [EpochEntry(2, 12)]
+    cache.clear()  # an emptied log: the file is emptied at once
+    assert LeaderEpochCache(path).entries() == [] and not cache.dirty
     with pytest.raises(ValueError):
         cache.assign(-1, 0)

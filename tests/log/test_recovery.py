@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.records import RecordBatch
@@ -325,3 +326,49 @@ def _first_offset_after(log_file: Path, position: int) -> int:
         if b.position >= position:
             return b.base_offset
     return batches[-1].next_offset if batches else int(log_file.stem)
+
+
+def test_leader_epochs_not_yet_written_are_rebuilt_by_recovery_after_a_crash(
+        tmp_path: Path) -> None:
+    """The epoch checkpoint is written when the log flushes, not on every change (Kafka's
+    KAFKA-15046): after a crash, the entries it lacks are rebuilt from the batches above the
+    recovery point, and entries of a truncation it did not see are dropped."""
+    d = tmp_path / "t-0"
+    log = Log.open(d, CONFIG)
+    log.append(batch_of([b"a", b"b"]), leader_epoch=1)
+    log.append(batch_of([b"c"]), leader_epoch=3)
+    log.flush()
+    flushed = log.recovery_point
+    assert [tuple(e) for e in LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read()] \
+        == [(1, 0), (3, 2)]
+    log.leader_epoch_cache.assign(5, 3)  # a new leadership: memory only, until a flush
+    log.append(batch_of([b"d", b"e"]), leader_epoch=5)
+    log.append(batch_of([b"f"]), leader_epoch=6)
+    assert len(LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read()) == 2
+    crash(log)
+    log = Log.open(d, CONFIG, recovery_point=flushed, clean_shutdown=False)
+    try:
+        assert [tuple(e) for e in log.leader_epoch_cache.entries()] == [(1, 0), (3, 2), (5, 3),
+                                                                         (6, 5)]
+        log.flush()  # the checkpoint now holds epoch 6 too
+        log.truncate_to(5)  # a follower's truncation: epoch 6 goes, in memory only
+        assert (6, 5) in [tuple(e) for e in
+                          LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read()]
+        crash(log)
+        log = Log.open(d, CONFIG, recovery_point=5, clean_shutdown=False)
+        # the file's entry beyond the log end is dropped when the log opens
+        assert [tuple(e) for e in log.leader_epoch_cache.entries()] == [(1, 0), (3, 2), (5, 3)]
+        log.flush()  # nothing to flush in the log, but the dirty epochs are written
+        assert [tuple(e) for e in LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read()
+                ] == [(1, 0), (3, 2), (5, 3)]
+        log.append(batch_of([b"g"]), leader_epoch=7)
+        stale = log.recovery_point
+        crash(log)
+        log = Log.open(d, CONFIG, recovery_point=stale, clean_shutdown=False)
+        assert [tuple(e) for e in log.leader_epoch_cache.entries()] == [(1, 0), (3, 2), (5, 3),
+                                                                         (7, 5)]
+        assert log.log_end_offset == 6
+    finally:
+        log.close()
+    assert [tuple(e) for e in LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read()] \
+        == [(1, 0), (3, 2), (5, 3), (7, 5)]  # closing writes them
