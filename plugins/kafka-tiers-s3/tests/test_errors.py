@@ -56,6 +56,8 @@ PERMANENT = RemoteStorageError
     (403, "403", PERMANENT, "access denied"),
     (400, "InvalidArgument", PERMANENT, "InvalidArgument, HTTP 400"),
     (416, "InvalidRange", PERMANENT, "InvalidRange"),
+    (400, "BadDigest", RETRIABLE, "damaged on the way"),
+    (400, "XAmzContentChecksumMismatch", RETRIABLE, "sent again"),
 ])
 def test_client_errors(status: int, code: str, kind: type, words: str) -> None:
     error = translate(_client_error(status, code), bucket="b", key="k/x.log")
@@ -87,6 +89,16 @@ def test_client_library_errors(exc: BaseException, kind: type, words: str) -> No
     error = translate(exc, bucket="b", key="k")
     assert type(error) is kind and error.retriable is (kind is RETRIABLE)
     assert words in str(error)
+
+
+@pytest.mark.parametrize("code", ["InvalidArgument", "NotImplemented", "InvalidRequest"])
+def test_a_service_refusing_the_checksum_headers_is_told_how_to_turn_them_off(code: str) -> None:
+    error = translate(_client_error(400, code, "x-amz-checksum-crc32c is not supported"),
+                      bucket="b", key="k/x.log")
+    assert type(error) is PERMANENT and not error.retriable
+    assert "s3.checksum.algorithm=NONE" in str(error)
+    plain = translate(_client_error(400, code, "bad part number"), bucket="b", key="k/x.log")
+    assert "s3.checksum.algorithm" not in str(plain)
 
 
 def test_foreign_errors_are_left_to_the_default_mapping() -> None:

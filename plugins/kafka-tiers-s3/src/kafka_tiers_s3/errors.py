@@ -12,6 +12,12 @@
   message starts with "access denied" and says what to check;
 - refused, reset or closed connections, connect and read timeouts, a body cut short, the
   ``s3.api.call.timeout`` budget spent: :class:`RetriableRemoteStorageError`;
+- ``BadDigest`` and the other checksum mismatches (the body S3 received is not the one sent,
+  see ``s3.checksum.algorithm``): :class:`RetriableRemoteStorageError` (the retry sends it
+  again);
+- a service refusing the checksum headers (an S3-compatible store without flexible
+  checksums): a non-retriable :class:`RemoteStorageError` saying to set
+  ``s3.checksum.algorithm=NONE``;
 - no credentials, TLS certificate errors, invalid parameters: non-retriable
   :class:`RemoteStorageError`.
 
@@ -45,6 +51,11 @@ TRANSIENT_CODES = frozenset({
     "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
     "PriorRequestNotComplete", "OperationAborted", "ServerBusy",
 })
+#: The body S3 received does not match its checksum (corrupted on the way): send it again.
+DIGEST_CODES = frozenset({"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch",
+                          "XAmzContentSHA256Mismatch"})
+#: Codes with which a service refuses a request it does not understand.
+UNSUPPORTED_CODES = frozenset({"InvalidArgument", "InvalidRequest", "NotImplemented"})
 ACCESS_CODES = frozenset({
     "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccountProblem",
     "AllAccessDisabled", "InvalidToken", "ExpiredToken", "TokenRefreshRequired",
@@ -98,6 +109,13 @@ def translate(exc: BaseException, *, bucket: str, key: str | None,
                 resource=key, retriable=False)
         if code in NOT_FOUND_CODES or (status == 404 and code not in ACCESS_CODES):
             return RemoteResourceNotFoundError(text, resource=key)
+        if code in DIGEST_CODES:
+            return RetriableRemoteStorageError(
+                f"{text}; the data was damaged on the way and is sent again", resource=key)
+        if code in UNSUPPORTED_CODES and "checksum" in server_message.lower():
+            return RemoteStorageError(
+                f"{text}; this service does not take the upload checksums: set "
+                "s3.checksum.algorithm=NONE (or CRC32)", resource=key, retriable=False)
         if code in THROTTLING_CODES or status == 429:
             return RetriableRemoteStorageError(f"throttled: {text}", resource=key)
         if code in TRANSIENT_CODES or status >= 500:
