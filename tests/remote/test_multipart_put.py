@@ -13,24 +13,24 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from kafka_tiers.api import ByteRange, MultipartObjectStore, ObjectInfo, RemoteStorageError
+from kafka_tiers.api import ByteRange, RemoteStorageError
+from tests.remote.backends import MemoryMultipartStore
 
 
-class MemoryStore(MultipartObjectStore):
-    """Objects in a dict; every call recorded; ``upload_part`` may sleep or fail."""
+class MemoryStore(MemoryMultipartStore):
+    """The in-memory multi-part store of ``tests/remote/backends.py`` with concurrency settings
+    and instrumented parts: ``upload_part`` may sleep or fail, and records when parts start and
+    end (from any thread); the abort may fail."""
 
     def __init__(self, part_size: int = 10, concurrency: int = 1, max_parts: int | None = None,
                  delay: float = 0.0, fail_part: int | None = None,
                  fail_abort: bool = False) -> None:
-        self.part_size = part_size
+        super().__init__(part_size)
         self.upload_concurrency = concurrency
         self.max_parts = max_parts
         self.delay = delay
         self.fail_part = fail_part
         self.fail_abort = fail_abort
-        self.objects: dict[str, bytes] = {}
-        self.uploads: dict[str, dict[int, bytes]] = {}
-        self.calls: list[str] = []
         self.part_threads: set[str] = set()
         self.finished_parts: list[int] = []
         self.uploaded_bytes = 0
@@ -38,68 +38,40 @@ class MemoryStore(MultipartObjectStore):
         self.peak = 0
         self.lock = threading.Lock()
         self.events: list[str] = []  # "start N", "end N", "abort": the order things happened
-        self._next = 0
-
-    def put_object(self, key: str, data: bytes) -> None:
-        self.calls.append("put_object")
-        self.objects[key] = data
-
-    def create_multipart_upload(self, key: str) -> str:
-        self.calls.append("create")
-        self._next += 1
-        upload_id = f"u{self._next}"
-        self.uploads[upload_id] = {}
-        return upload_id
 
     def upload_part(self, key: str, upload_id: str, part_number: int, data: bytes) -> str:
         with self.lock:
-            self.calls.append(f"part{part_number}")
             self.events.append(f"start {part_number}")
             self.part_threads.add(threading.current_thread().name)
             self.active += 1
             self.peak = max(self.peak, self.active)
         try:
             if part_number == self.fail_part:
+                self.calls.append(f"part{part_number}")
                 raise ConnectionResetError(f"injected: part {part_number} lost")
             time.sleep(self.delay)
-            self.uploads[upload_id][part_number] = data
+            tag = super().upload_part(key, upload_id, part_number, data)
             with self.lock:
                 self.finished_parts.append(part_number)
                 self.uploaded_bytes += len(data)
-            return f"{upload_id}-{part_number}"
+            return tag
         finally:
             with self.lock:
                 self.active -= 1
                 self.events.append(f"end {part_number}")
 
     def complete_multipart_upload(self, key: str, upload_id: str, parts: Sequence[str]) -> None:
-        self.calls.append("complete")
         numbers = [int(tag.rpartition("-")[2]) for tag in parts]
         assert numbers == list(range(1, len(parts) + 1)), numbers  # in part-number order
-        chunks = self.uploads.pop(upload_id)
-        self.objects[key] = b"".join(chunks[n] for n in numbers)
+        super().complete_multipart_upload(key, upload_id, parts)
 
     def abort_multipart_upload(self, key: str, upload_id: str) -> None:
         with self.lock:
-            self.calls.append("abort")
             self.events.append("abort")
         if self.fail_abort:
+            self.calls.append("abort")
             raise ConnectionRefusedError("injected: the abort cannot get through")
-        self.uploads.pop(upload_id, None)
-
-    def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
-        data = self.objects[key]
-        if byte_range is not None:
-            data = data[byte_range.first:byte_range.last + 1]
-        return io.BytesIO(data)
-
-    def delete_many(self, keys: Sequence[str]) -> None:
-        for key in keys:
-            self.objects.pop(key, None)
-
-    def list(self, prefix: str) -> list[ObjectInfo]:
-        return [ObjectInfo(k, len(v), 0) for k, v in self.objects.items()
-                if k.startswith(prefix)]
+        super().abort_multipart_upload(key, upload_id)
 
 
 class Source(io.RawIOBase):
