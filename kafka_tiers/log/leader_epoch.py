@@ -53,9 +53,6 @@ class LeaderEpochCache:
         with self._lock:
             self._file = LeaderEpochCheckpointFile(path)
 
-    def _changed(self) -> None:
-        self._dirty = True
-
     @property
     def dirty(self) -> bool:
         """Whether the cache holds changes its checkpoint file does not have yet."""
@@ -113,7 +110,7 @@ class LeaderEpochCache:
                                      or self._entries[-1].start_offset >= start_offset):
                 self._entries.pop()
             self._entries.append(EpochEntry(epoch, start_offset))
-            self._changed()
+            self._dirty = True
             return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -152,7 +149,7 @@ class LeaderEpochCache:
             before = len(self._entries)
             self._entries = [e for e in self._entries if e.start_offset < end_offset]
             if len(self._entries) != before:
-                self._changed()
+                self._dirty = True
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before ``start_offset``; the last of them is kept, moved to
@@ -166,14 +163,14 @@ class LeaderEpochCache:
             new = [first, *keep]
             if new != self._entries:
                 self._entries = new
-                self._changed()
+                self._dirty = True
 
     def clear(self) -> None:
         """Drop every entry, in the checkpoint file too at once (the log was emptied and
         starts afresh: no entry of the file may survive a crash)."""
         with self._lock:
             self._entries = []
-            self._changed()
+            self._dirty = True
             self.flush()
 
 
