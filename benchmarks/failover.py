@@ -60,8 +60,8 @@ from kafka_tiers.cluster.transport import (  # noqa: E402
     TcpServer,
 )
 from kafka_tiers.config import BrokerConfig  # noqa: E402
-from kafka_tiers.core import BrokerCore  # noqa: E402
-from kafka_tiers.hooks import Hooks, make_plugin_manager  # noqa: E402
+from kafka_tiers.placement.service import PlacementService  # noqa: E402
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager  # noqa: E402
 
 PER_TOPIC = 100
 GOAL_SECONDS = 1.0
@@ -128,7 +128,7 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
                         "controller.batch.writes": str(batched).lower(),
                         "request.timeout.ms": "120000",
                         "auto.leader.rebalance.enable": "false"})
-    core = BrokerCore(cfg, hooks=Hooks(make_plugin_manager(load_entrypoints=False)))
+    core = PlacementService(cfg, hooks=Hooks(make_plugin_manager(load_entrypoints=False)))
     endpoints = RecordingEndpoints(3)
     sessions: list[MetadataStore] = []
     client = TcpClient()

@@ -50,7 +50,7 @@ from kafka_tiers.api import (
     TopicPartition,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.hooks import Hooks
+from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.log.errors import LogClosedError, LogDirError, OffsetOutOfRangeError

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafka_tiers.api import InvalidClusterError, TopicPartition
-from kafka_tiers.cluster_file import cluster_from_dict, cluster_to_dict, load_cluster
+from kafka_tiers.placement.cluster_file import cluster_from_dict, cluster_to_dict, load_cluster
 
 SAMPLE = Path(__file__).resolve().parents[1] / "kafka_tiers" / "samples" / \
     "multi-level-cluster.json"

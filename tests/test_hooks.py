@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tiers import hookspecs
+from kafka_tiers.plugins import hookspecs
 from kafka_tiers.api import LogDirInfo, PluginError, TopicPartition
-from kafka_tiers.hooks import Hooks, make_plugin_manager
-from kafka_tiers.hookspecs import hookimpl
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hookspecs import hookimpl
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 TP = TopicPartition("orders", 3)
@@ -129,7 +129,7 @@ def test_trace_logs_calls(monkeypatch: pytest.MonkeyPatch,
                           caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("KAFKA_TIERS_TRACE_HOOKS", "1")
     hooks = Hooks(make_plugin_manager(load_entrypoints=False))
-    with caplog.at_level(logging.INFO, logger="kafka_tiers.hooks"):
+    with caplog.at_level(logging.INFO, logger="kafka_tiers.plugins.hooks"):
         hooks.choose_log_dir(TP, DIRS)
     assert "kafka_tiers_choose_log_dir" in caplog.text and "/d2" in caplog.text
 
@@ -139,7 +139,7 @@ def test_entry_point_hook_plugin_is_loaded(tmp_path: Path, monkeypatch: pytest.M
     from tests.fakedist import make_dist
 
     root = make_dist(tmp_path / "site", "acme-audit", "0.1", {"acme_audit": """
-        from kafka_tiers.hookspecs import hookimpl
+        from kafka_tiers.plugins.hookspecs import hookimpl
         SEEN = []
 
         @hookimpl

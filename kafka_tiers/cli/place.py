@@ -58,9 +58,9 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
       kafka-tiers place --cluster cluster.json --partitions 6 --replication-factor 3 \\
           --placer multi-level-rack --seed 7 --topic orders --format json > plan.json
     """
-    from kafka_tiers.cluster_file import load_cluster, reassignment_json
+    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
     from kafka_tiers.config import BrokerConfig
-    from kafka_tiers.core import BrokerCore
+    from kafka_tiers.placement.service import PlacementService
     from kafka_tiers.log.names import validate_topic
 
     validate_topic(topic)
@@ -72,7 +72,7 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
     cfg = (BrokerConfig.from_file(config_path, overrides) if config_path
            else BrokerConfig(overrides))
     cluster = load_cluster(cluster_path)
-    with BrokerCore(cfg) as core:
+    with PlacementService(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor,
                                broker_ids=broker_ids, force_simple=force_simple)
         placer_name = "simple" if force_simple else core.placer_name

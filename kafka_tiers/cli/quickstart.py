@@ -66,9 +66,9 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
       kafka-tiers quickstart --partitions 24 --format json
     """
     from kafka_tiers.cli.place import show_placement
-    from kafka_tiers.cluster_file import load_cluster, reassignment_json
+    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
     from kafka_tiers.config import BrokerConfig
-    from kafka_tiers.core import BrokerCore
+    from kafka_tiers.placement.service import PlacementService
     from kafka_tiers.log.names import validate_topic
     from kafka_tiers.placement.quality import placement_quality
     from kafka_tiers.plugins import PLACER_GROUP, resolve_class
@@ -79,7 +79,7 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     cfg = BrokerConfig.from_file(config_file)
     cluster = load_cluster(cluster_file)
     _, label = resolve_class(PLACER_GROUP, cfg["broker.replica.placer"])
-    with BrokerCore(cfg) as core:
+    with PlacementService(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor)
         core.topic_created(topic, plan)
         tiering = tiering_demo(cfg, topic, records, core.hooks, Path(work_dir))

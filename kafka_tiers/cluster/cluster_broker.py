@@ -52,8 +52,8 @@ from kafka_tiers.cluster.transport import (
     TransportError,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.core import BrokerCore
-from kafka_tiers.hooks import Hooks
+from kafka_tiers.placement.service import PlacementService
+from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class ClusterBroker:
         self._embedded_server = embedded_server
         self._placer = placer
         self._given_storage = remote_storage
-        self.core: BrokerCore | None = None
+        self.core: PlacementService | None = None
         self.log_manager: LogManager | None = None
         self.store: MetadataStore | None = None
         self.metadata: ClusterMetadata | None = None
@@ -121,7 +121,7 @@ class ClusterBroker:
             LogDirError, ConfigError: as the log manager and the storage plugin.
         """
         cfg = self.config
-        self.core = BrokerCore(cfg, hooks=self.hooks, placer=self._placer)
+        self.core = PlacementService(cfg, hooks=self.hooks, placer=self._placer)
         self.log_manager = LogManager.from_config(
             cfg, hooks=self.hooks,
             meta_properties={"version": "1", "node.id": str(self.broker_id)})

@@ -54,7 +54,7 @@ from kafka_tiers.cluster.metadata_store import (
     topic_path,
 )
 from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
-from kafka_tiers.core import BrokerCore
+from kafka_tiers.placement.service import PlacementService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,7 +90,7 @@ class Controller:
     """
 
     def __init__(self, broker_id: int, metadata: ClusterMetadata, client: Client,
-                 core: BrokerCore) -> None:
+                 core: PlacementService) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
         self.store = metadata.store

@@ -23,7 +23,7 @@ from kafka_tiers.cluster.client import ClusterClient
 from kafka_tiers.cluster.cluster_broker import ClusterBroker
 from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer
 from kafka_tiers.cluster.transport import LoopbackClient, LoopbackNetwork
-from kafka_tiers.hooks import Hooks
+from kafka_tiers.plugins.hooks import Hooks
 
 #: settings that make failures visible in about a second (tests, the quick start).
 FAST_FAILURE: dict[str, str] = {

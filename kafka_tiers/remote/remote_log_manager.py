@@ -59,7 +59,7 @@ from kafka_tiers.api import (
     RetriableRemoteStorageError,
     TopicPartition,
 )
-from kafka_tiers.hooks import Hooks
+from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 from kafka_tiers.log.segment import SegmentInfo

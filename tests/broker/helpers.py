@@ -21,8 +21,8 @@ from kafka_tiers.api import (
     TopicPartition,
 )
 from kafka_tiers.broker import Broker
-from kafka_tiers.hooks import Hooks, make_plugin_manager
-from kafka_tiers.hookspecs import hookimpl
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hookspecs import hookimpl
 from kafka_tiers.remote.local import LocalRemoteStorageManager
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_tiers.cluster.local_cluster import LocalCluster
-from kafka_tiers.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 from tests.cluster.helpers import HookRecorder
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kafka_tiers.cluster.client import ClusterClient
 from kafka_tiers.cluster.transport import TransportError
-from kafka_tiers.hookspecs import hookimpl
+from kafka_tiers.plugins.hookspecs import hookimpl
 
 
 class HookRecorder:

@@ -10,8 +10,8 @@ import pytest
 
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.api.logdirs import LogDirInfo
-from kafka_tiers.hooks import Hooks, make_plugin_manager
-from kafka_tiers.hookspecs import hookimpl
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hookspecs import hookimpl
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from kafka_tiers.log.replica_mover import (

@@ -45,7 +45,7 @@ class _BrokerFactory:
 
     def start(self, **extra: str) -> Any:
         from kafka_tiers.broker import Broker
-        from kafka_tiers.hooks import Hooks, make_plugin_manager
+        from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 
         config = {"log.dirs": str(self.log_dir), "broker.id": "1",
                   "remote.log.storage.enable": "true",

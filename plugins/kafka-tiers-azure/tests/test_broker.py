@@ -35,7 +35,7 @@ class _Brokers:
     def start(self, server: Any, container: str, fast: dict[str, str], *,
               background: bool = False, **extra: str) -> Any:
         from kafka_tiers.broker import Broker
-        from kafka_tiers.hooks import Hooks, make_plugin_manager
+        from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 
         config = {
             "log.dirs": str(self.log_dir), "broker.id": "1",

@@ -13,7 +13,7 @@ import pytest
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.broker import Broker
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 
 pytestmark = pytest.mark.servers
 

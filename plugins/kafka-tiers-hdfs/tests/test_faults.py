@@ -168,7 +168,7 @@ def test_server_down_at_broker_start(private_server: WebHdfsServer,
                                      config_for: Callable[..., Any], tmp_path: Path,
                                      segments: SegmentBuilder) -> None:
     from kafka_tiers.broker import Broker
-    from kafka_tiers.hooks import Hooks, make_plugin_manager
+    from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 
     server = private_server
     server.stop()

@@ -1,5 +1,5 @@
-"""The broker core's plugin side: its validated configuration, its lifecycle hooks and the
-configured replica placer, used by the controller, the admin operations and the CLI.
+"""The placement service: the configured replica placer with the broker's configuration and
+lifecycle hooks, used by the controller, the admin operations and the CLI to place topics.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Self
 from kafka_tiers.api.cluster import ClusterView, TopicPartition
 from kafka_tiers.api.placement import ReplicaPlacer
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.hooks import Hooks
+from kafka_tiers.plugins.hooks import Hooks
 
 
-class BrokerCore:
+class PlacementService:
     """Configuration, hooks and the placer of one broker (or of the controller).
 
     Args:
@@ -111,4 +111,4 @@ class BrokerCore:
         self.close()
 
 
-__all__ = ["BrokerCore"]
+__all__ = ["PlacementService"]

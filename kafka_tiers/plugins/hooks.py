@@ -2,7 +2,7 @@
 
 Core code never calls ``pm.hook.*`` directly: it calls a :class:`Hooks` method, which names
 every hook once, with its types. Hook plugins are found through the entry-point group
-``kafka_tiers``; the core's own implementations (:mod:`kafka_tiers.default_hooks`) register the
+``kafka_tiers``; the core's own implementations (:mod:`kafka_tiers.plugins.default_hooks`) register the
 same way. Set ``KAFKA_TIERS_TRACE_HOOKS=1`` to log every hook call and result.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pluggy
 
-from kafka_tiers import hookspecs
+from kafka_tiers.plugins import hookspecs
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.errors import PluginError
 from kafka_tiers.api.logdirs import LogDirInfo
@@ -23,7 +23,7 @@ from kafka_tiers.api.logdirs import LogDirInfo
 log = logging.getLogger(__name__)
 
 #: the core's own hook modules, registered before any entry-point plugin
-DEFAULT_PLUGINS: tuple[str, ...] = ("kafka_tiers.default_hooks",)
+DEFAULT_PLUGINS: tuple[str, ...] = ("kafka_tiers.plugins.default_hooks",)
 
 
 def make_plugin_manager(

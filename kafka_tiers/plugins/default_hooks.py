@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.logdirs import LogDirInfo
-from kafka_tiers.hookspecs import hookimpl
+from kafka_tiers.plugins.hookspecs import hookimpl
 
 
 @hookimpl(trylast=True)
