@@ -35,8 +35,8 @@ from pathlib import Path
 
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.broker import Broker
-from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 from kafka_tiers.log.records import ProducerRecord, build_batch
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 
 RECORDS_PER_BATCH = 100
 VALUE_SIZE = 1024

@@ -50,7 +50,6 @@ from kafka_tiers.api import (
     TopicPartition,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.log.errors import LogClosedError, LogDirError, OffsetOutOfRangeError
@@ -59,6 +58,7 @@ from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.names import validate_topic
 from kafka_tiers.log.records import ProducerRecord, Record, RecordBatch, build_batch
 from kafka_tiers.log.segment import SegmentInfo
+from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.remote.config import (
     TOPIC_KEYS,
     TopicTiering,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tiers.plugins import hookspecs
 from kafka_tiers.api import LogDirInfo, PluginError, TopicPartition
+from kafka_tiers.plugins import hookspecs
 from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 from kafka_tiers.plugins.hookspecs import hookimpl
 

@@ -58,10 +58,10 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
       kafka-tiers place --cluster cluster.json --partitions 6 --replication-factor 3 \\
           --placer multi-level-rack --seed 7 --topic orders --format json > plan.json
     """
-    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
     from kafka_tiers.config import BrokerConfig
-    from kafka_tiers.placement.service import PlacementService
     from kafka_tiers.log.names import validate_topic
+    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
+    from kafka_tiers.placement.service import PlacementService
 
     validate_topic(topic)
     overrides: dict[str, str] = {}

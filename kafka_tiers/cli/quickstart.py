@@ -66,11 +66,11 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
       kafka-tiers quickstart --partitions 24 --format json
     """
     from kafka_tiers.cli.place import show_placement
-    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
     from kafka_tiers.config import BrokerConfig
-    from kafka_tiers.placement.service import PlacementService
     from kafka_tiers.log.names import validate_topic
+    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
     from kafka_tiers.placement.quality import placement_quality
+    from kafka_tiers.placement.service import PlacementService
     from kafka_tiers.plugins import PLACER_GROUP, resolve_class
 
     validate_topic(topic)

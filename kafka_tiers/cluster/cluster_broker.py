@@ -52,9 +52,9 @@ from kafka_tiers.cluster.transport import (
     TransportError,
 )
 from kafka_tiers.config import BrokerConfig
+from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.placement.service import PlacementService
 from kafka_tiers.plugins.hooks import Hooks
-from kafka_tiers.log.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 

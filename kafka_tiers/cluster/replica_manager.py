@@ -47,11 +47,11 @@ from kafka_tiers.cluster.transport import (
     ErrorCode,
     TransportError,
 )
-from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.records import RecordBatch
+from kafka_tiers.plugins.hooks import Hooks
 
 log = logging.getLogger(__name__)
 

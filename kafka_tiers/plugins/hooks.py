@@ -15,10 +15,10 @@ from typing import Any
 
 import pluggy
 
-from kafka_tiers.plugins import hookspecs
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.errors import PluginError
 from kafka_tiers.api.logdirs import LogDirInfo
+from kafka_tiers.plugins import hookspecs
 
 log = logging.getLogger(__name__)
 

@@ -59,10 +59,10 @@ from kafka_tiers.api import (
     RetriableRemoteStorageError,
     TopicPartition,
 )
-from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 from kafka_tiers.log.segment import SegmentInfo
+from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.remote.config import TopicTiering
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.metrics import RemoteStorageMetrics

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
 from kafka_tiers.plugins.hookspecs import hookimpl
-from kafka_tiers.log.log_manager import LogManager
 from tests.jbod.helpers import CONFIG
 
 

@@ -10,8 +10,6 @@ import pytest
 
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.api.logdirs import LogDirInfo
-from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
-from kafka_tiers.plugins.hookspecs import hookimpl
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from kafka_tiers.log.replica_mover import (
@@ -22,6 +20,8 @@ from kafka_tiers.log.replica_mover import (
     QUEUED,
     REPLICA_NOT_AVAILABLE,
 )
+from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager
+from kafka_tiers.plugins.hookspecs import hookimpl
 from tests.jbod.helpers import CONFIG, Consumer, Producer, produce, read_values, value
 
 
