@@ -128,8 +128,8 @@ class LogManager:
         meta_properties: written to ``meta.properties`` of dirs that have none (e.g.
             ``{"version": "1", "node.id": "1", "cluster.id": "..."}``).
         on_roll: passed to every log.
-        hooks: the broker's :class:`~kafka_tiers.plugins.hooks.Hooks`: ``choose_log_dir`` picks the dir
-            of a new replica, ``replica_moved`` and ``log_dir_failed`` are notified. Without
+        hooks: the broker's :class:`~kafka_tiers.plugins.hooks.Hooks`: ``choose_log_dir`` picks
+            the dir of a new replica, ``replica_moved`` and ``log_dir_failed`` are notified. Without
             hooks the least-bytes-used online dir is chosen and nothing is notified.
         num_replica_move_threads: ``num.replica.move.threads`` (None: one per log dir).
         intra_broker_throttled_rate: ``intra.broker.throttled.rate`` in bytes per second

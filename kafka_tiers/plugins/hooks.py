@@ -2,8 +2,9 @@
 
 Core code never calls ``pm.hook.*`` directly: it calls a :class:`Hooks` method, which names
 every hook once, with its types. Hook plugins are found through the entry-point group
-``kafka_tiers``; the core's own implementations (:mod:`kafka_tiers.plugins.default_hooks`) register the
-same way. Set ``KAFKA_TIERS_TRACE_HOOKS=1`` to log every hook call and result.
+``kafka_tiers``; the core's own implementations
+(:mod:`kafka_tiers.plugins.default_hooks`) register the same way. Set
+``KAFKA_TIERS_TRACE_HOOKS=1`` to log every hook call and result.
 """
 
 from __future__ import annotations
