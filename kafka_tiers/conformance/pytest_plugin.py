@@ -35,6 +35,7 @@ Summary: a test of a suite takes part in the end-of-run summary by putting these
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,7 +238,8 @@ def summary_lines(state: _RunState) -> list[list[str]]:
             lines.append(f"{suite} under test: {plugin}")
         caps = state.capabilities.get((suite, plugin), {})
         if caps:
-            rows = [("capability", "declared", "checked", "skipped (reason)")]
+            rows: list[tuple[str, ...]] = [
+                ("capability", "declared", "checked", "skipped (reason)")]
             for name, (declared, enabled, kind, reason) in sorted(caps.items()):
                 needing = [i for i in items if name in i.requires]
                 ran = [i for i in needing if i.outcome != "skipped"]
@@ -272,7 +274,7 @@ def summary_lines(state: _RunState) -> list[list[str]]:
     return out
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*rows[0]).rstrip(), "  ".join("-" * w for w in widths)]

@@ -61,7 +61,7 @@ _zstd_compressor = zstandard.ZstdCompressor(level=3)
 _zstd_decompressor = zstandard.ZstdDecompressor()
 
 
-def _snappy_encode(data: bytes | memoryview) -> bytes:
+def _snappy_encode(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     out = bytearray(_XERIAL_HEADER)
     for start in range(0, len(view), _XERIAL_BLOCK):
@@ -71,7 +71,7 @@ def _snappy_encode(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def _snappy_decode(data: bytes | memoryview) -> bytes:
+def _snappy_decode(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_MAGIC:
         return bytes(cramjam.snappy.decompress_raw(view))
@@ -90,7 +90,7 @@ def _snappy_decode(data: bytes | memoryview) -> bytes:
     return b"".join(parts)
 
 
-def _gzip_decode(data: bytes | memoryview) -> bytes:
+def _gzip_decode(data: bytes | bytearray | memoryview) -> bytes:
     out = bytearray()
     view = memoryview(data)
     while len(view):
@@ -104,7 +104,7 @@ def _gzip_decode(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def _zstd_decode(data: bytes | memoryview) -> bytes:
+def _zstd_decode(data: bytes | bytearray | memoryview) -> bytes:
     obj = _zstd_decompressor.decompressobj()
     out = obj.decompress(bytes(data))
     if not obj.eof:

@@ -726,8 +726,8 @@ class LogManager:
                         {tp: lg.high_watermark for tp, lg in logs.items()})
                 except OSError as exc:
                     failed.append((log_dir, exc))
-        for log_dir, exc in failed:  # outside the manager's lock
-            self.failure.fail(log_dir, exc)
+        for log_dir, error in failed:  # outside the manager's lock
+            self.failure.fail(log_dir, error)
 
     def flush_all(self) -> None:
         """Flush every log (recovery points advance to the log end offsets)."""
@@ -820,8 +820,8 @@ class LogManager:
                     log.close()
                 except OSError as exc:
                     failed.append((self._log_dir_of[tp], exc))
-            for log_dir, exc in failed:
-                self.failure.fail(log_dir, exc)
+            for log_dir, error in failed:
+                self.failure.fail(log_dir, error)
             self.checkpoint()
             for log_dir in self.log_dirs:
                 if log_dir not in self._lock_fds or log_dir in self.failure.offline:

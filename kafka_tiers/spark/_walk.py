@@ -39,7 +39,7 @@ MESSAGES = {
 
 if AVAILABLE:
     @njit(cache=True, nogil=True, inline="always")
-    def _varint(buf: Any, p: int) -> tuple[int, int, bool]:
+    def _varint(buf: Any, p: int) -> tuple[Any, int, bool]:  # np.int64, inside numba
         b = np.int64(buf[p])
         if b < 0x80:
             return (b >> 1) ^ -(b & 1), p + 1, True
@@ -162,7 +162,8 @@ if AVAILABLE:
                 slot += 1
 
 else:  # pragma: no cover - the spark extra installs numba
-    walk: Any = None
-    walk_headers: Any = None
+    # the callers check AVAILABLE first; without numba there is no compiled walk
+    walk = None  # type: ignore[assignment]  # typed as the numba dispatcher above
+    walk_headers = None  # type: ignore[assignment]  # typed as the numba dispatcher above
 
 __all__ = ["AVAILABLE", "MESSAGES", "walk", "walk_headers"]

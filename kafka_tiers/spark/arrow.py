@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -263,6 +264,7 @@ def _fields(buffer: pa.Buffer, bounds: np.ndarray, nulls: np.ndarray, take: np.n
     the indices ``take``, as a binary array with nulls where ``nulls``."""
     if len(bounds) == 0:
         return pa.array([], pa.binary())
+    offsets_type: type[np.signedinteger[Any]]
     if int(bounds[-1]) >= 2**31:
         offsets_type, binary_type = np.int64, pa.large_binary()
     else:

@@ -100,7 +100,7 @@ class LocalRange:
             return fh
         data = fh.read(end - start + 1)
         fh.close()
-        return io.BytesIO(data)  # type: ignore[return-value]
+        return io.BytesIO(data)
 
 
 __all__ = ["LocalRange", "local_partitions", "local_segments"]
