@@ -29,13 +29,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: the seed handed to the placer (as config key ``seed``) unless the configuration has one.
 DEFAULT_SEED = 20240917
 
+#: the attribute :func:`requires` sets on a test function: the capabilities it needs
+REQUIRES_ATTRIBUTE = "_kt_requires"
+
 
 def requires(*capabilities: str) -> Callable[[F], F]:
     """Mark a test as needing ``capabilities`` (names of :class:`Requirements` properties); it
     is skipped, with the capability's reason, when the placer under test lacks one."""
 
     def mark(func: F) -> F:
-        func._kt_requires = tuple(capabilities)  # type: ignore[attr-defined]
+        setattr(func, REQUIRES_ATTRIBUTE, tuple(capabilities))
         return func
 
     return mark
@@ -324,7 +327,7 @@ class PlacerSuiteBase:
             on = "yes" if cap.enabled else "no"
             kind = "cases" if cap.selects_cases else "tests"
             props.append(("kt_capability", f"{cap.name}|{yes}|{on}|{kind}|{cap.reason}"))
-        needs = tuple(getattr(request.function, "_kt_requires", ()))
+        needs = tuple(getattr(request.function, REQUIRES_ATTRIBUTE, ()))
         props.append(("kt_requires", ",".join(needs)))
         for name in needs:
             cap = kt_requirements.get(name)

@@ -146,16 +146,20 @@ def _tree_shape(name: str, tree: Mapping[str, object], *, fenced: Iterable[int] 
                 for _ in range(sub):
                     bid = len(brokers)
                     brokers.append(BrokerInfo(bid, path, bid in fenced_ids))
+            elif isinstance(sub, Mapping):
+                walk(path, sub)
             else:
-                walk(path, sub)  # type: ignore[arg-type]
+                raise TypeError(f"tree node {path}: expected a broker count or a subtree")
 
     walk("", tree)
     return Shape(name, "tree", tuple(brokers), None if subset is None else tuple(subset))
 
 
-def _regular(levels: list[int], brokers_per_leaf: int, names: tuple[str, ...]) -> dict:
-    if not levels:
-        return brokers_per_leaf  # type: ignore[return-value]
+def _regular(levels: list[int], brokers_per_leaf: int, names: tuple[str, ...]
+             ) -> dict[str, object]:
+    """A tree of ``levels`` fan-outs whose leaves hold ``brokers_per_leaf`` brokers each."""
+    if len(levels) == 1:
+        return {f"{names[0]}{i}": brokers_per_leaf for i in range(levels[0])}
     return {f"{names[0]}{i}": _regular(levels[1:], brokers_per_leaf, names[1:])
             for i in range(levels[0])}
 

@@ -8,7 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from kafka_tiers.api import BrokerInfo, InvalidReplicationFactorError, PlacementSpec
+from kafka_tiers.api import (
+    BrokerInfo,
+    InvalidReplicationFactorError,
+    PlacementSpec,
+    ReplicaPlacer,
+)
 from kafka_tiers.conformance.placer.base import (
     Findings,
     PlacerSuiteBase,
@@ -32,16 +37,16 @@ class ErrorTests(PlacerSuiteBase):
     """Impossible requests raise ``InvalidReplicationFactorError`` (a subclass is fine);
     returning a placement, returning None or raising anything else fails."""
 
-    def _refused(self, found: Findings, placer: object, case: Case, rule: str) -> None:
+    def _refused(self, found: Findings, placer: ReplicaPlacer, case: Case, rule: str) -> None:
         found.checked += 1
-        outcome = call_place(placer, case, self.place_timeout)  # type: ignore[arg-type]
+        outcome = call_place(placer, case, self.place_timeout)
         if outcome.kind == "raised" and isinstance(outcome.error, InvalidReplicationFactorError):
             return
         found.add(case, [Violation(rule, f"{describe_outcome(outcome)}; expected "
                                          "InvalidReplicationFactorError")])
 
-    def test_refuses_non_positive_rf(self, request: pytest.FixtureRequest, placer_obj: object,
-                                     kt_shapes: list[Shape]) -> None:
+    def test_refuses_non_positive_rf(self, request: pytest.FixtureRequest,
+                                     placer_obj: ReplicaPlacer, kt_shapes: list[Shape]) -> None:
         """RF 0 and RF -1 are refused on every (small) shape."""
         found = Findings(("refuses-non-positive-rf",))
         for shape in _small(kt_shapes):
@@ -51,7 +56,7 @@ class ErrorTests(PlacerSuiteBase):
         found.fail_if_any(request)
 
     def test_refuses_rf_above_allowed(self, request: pytest.FixtureRequest,
-                                      placer_obj: object, kt_shapes: list[Shape]) -> None:
+                                      placer_obj: ReplicaPlacer, kt_shapes: list[Shape]) -> None:
         """RF = allowed registered brokers (fenced included) + 1 is refused, also when the
         subset is smaller than the cluster."""
         found = Findings(("refuses-rf-above-allowed",))
@@ -61,7 +66,7 @@ class ErrorTests(PlacerSuiteBase):
         found.fail_if_any(request)
 
     def test_refuses_without_unfenced(self, request: pytest.FixtureRequest,
-                                      placer_obj: object, kt_shapes: list[Shape]) -> None:
+                                      placer_obj: ReplicaPlacer, kt_shapes: list[Shape]) -> None:
         """No unfenced allowed broker: every broker fenced, a subset of only fenced brokers, a
         subset of only unknown ids, no broker at all."""
         found = Findings(("refuses-without-unfenced",))
@@ -86,7 +91,7 @@ class ErrorTests(PlacerSuiteBase):
         found.fail_if_any(request)
 
     def test_fenced_count_as_registered(self, request: pytest.FixtureRequest,
-                                        placer_obj: object, kt_shapes: list[Shape]) -> None:
+                                        placer_obj: ReplicaPlacer, kt_shapes: list[Shape]) -> None:
         """With fenced brokers, RF = all allowed brokers (fenced included) is placed."""
         found = Findings(("fenced-count-as-registered",))
         for shape in _small(kt_shapes):
@@ -94,7 +99,7 @@ class ErrorTests(PlacerSuiteBase):
                 continue
             case = Case(shape, PlacementSpec(4, len(shape.allowed)))
             found.checked += 1
-            outcome = call_place(placer_obj, case, self.place_timeout)  # type: ignore[arg-type]
+            outcome = call_place(placer_obj, case, self.place_timeout)
             if outcome.kind in ("raised", "timeout"):
                 found.add(case, [Violation("fenced-count-as-registered",
                                            describe_outcome(outcome))])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_tiers.api import PlacementSpec
+from kafka_tiers.api import PlacementSpec, ReplicaPlacer
 from kafka_tiers.conformance.placer.base import (
     Findings,
     PlacementRun,
@@ -48,14 +48,14 @@ class ShapeSizeTests(PlacerSuiteBase):
             found.add(case, check_size(case.spec, outcome.result))
         found.fail_if_any(request)
 
-    def test_zero_partitions(self, request: pytest.FixtureRequest, placer_obj: object,
+    def test_zero_partitions(self, request: pytest.FixtureRequest, placer_obj: ReplicaPlacer,
                              kt_shapes: list[Shape]) -> None:
         """``num_partitions=0`` returns an empty placement (or defers)."""
         found = Findings(("partition-count", "accepts-possible-request", "terminates"))
         for shape in kt_shapes[:6]:
             case = Case(shape, PlacementSpec(0, 1))
             found.checked += 1
-            outcome = call_place(placer_obj, case, self.place_timeout)  # type: ignore[arg-type]
+            outcome = call_place(placer_obj, case, self.place_timeout)
             if outcome.kind == "raised":
                 found.add(case, [Violation("accepts-possible-request",
                                            describe_outcome(outcome))])
@@ -66,7 +66,7 @@ class ShapeSizeTests(PlacerSuiteBase):
         found.fail_if_any(request)
 
     def test_one_broker_many_partitions_terminates(
-            self, request: pytest.FixtureRequest, placer_obj: object,
+            self, request: pytest.FixtureRequest, placer_obj: ReplicaPlacer,
             kt_shapes: list[Shape]) -> None:
         """One broker with 2000 partitions, and one unfenced broker among fenced ones with
         RF = all brokers, finish in time with a valid placement."""
@@ -78,7 +78,7 @@ class ShapeSizeTests(PlacerSuiteBase):
         for case in (Case(single, PlacementSpec(2000, 1)),
                      Case(mostly_fenced, PlacementSpec(500, len(mostly_fenced.allowed)))):
             found.checked += 1
-            outcome = call_place(placer_obj, case, self.place_timeout)  # type: ignore[arg-type]
+            outcome = call_place(placer_obj, case, self.place_timeout)
             if outcome.kind == "timeout":
                 found.add(case, [Violation("terminates", describe_outcome(outcome))])
             elif outcome.kind == "raised":
