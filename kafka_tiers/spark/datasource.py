@@ -45,7 +45,7 @@ try:  # PySpark >= 4.1
     HAS_PUSHDOWN = True
 except ImportError:  # pragma: no cover - PySpark 4.0
     HAS_PUSHDOWN = False
-    Filter = object  # type: ignore[assignment,misc]
+    Filter = object  # type: ignore[assignment,misc]  # PySpark 4.0 has no Filter class
 
 NAME = "kafka-tiers"
 
