@@ -242,7 +242,7 @@ def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wa
     (``cluster reassign``, and ``kafka-tiers reassign --bootstrap-server``); exits 0 when
     every partition is done (or, with --execute --no-wait, once submitted)."""
     from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.log.admin_channel import ReassignmentError, parse_reassignment
+    from kafka_tiers.broker.admin_channel import ReassignmentError, parse_reassignment
 
     try:
         doc = json.loads(Path(json_file).read_text())

@@ -47,7 +47,7 @@ def describe_dirs(dirs: list[str], log_dirs: list[str] | None = None,
                   topics: list[str] | None = None) -> tuple[list[Any], bool]:
     """DescribeDirs from disk, with the running broker's offline dirs; returns the
     descriptions and whether a broker is running."""
-    from kafka_tiers.log.admin_channel import broker_running, read_broker_state
+    from kafka_tiers.broker.admin_channel import broker_running, read_broker_state
     from kafka_tiers.log.describe import scan_log_dirs
 
     running = broker_running(dirs)

@@ -115,7 +115,7 @@ def _report(rows: list[dict[str, Any]], fmt: str, extra: dict[str, Any]) -> int:
 
 
 def _execute_in_process(cfg: Any, local: dict[Any, str], quiet: bool) -> list[dict[str, Any]]:
-    from kafka_tiers.log.admin_channel import replica_states
+    from kafka_tiers.broker.admin_channel import replica_states
     from kafka_tiers.log.log_manager import LogManager
     from kafka_tiers.log.replica_mover import REPLICA_NOT_AVAILABLE
 
@@ -137,7 +137,7 @@ def _execute_in_process(cfg: Any, local: dict[Any, str], quiet: bool) -> list[di
 def _execute_via_broker(dirs: list[str], local: dict[Any, str], timeout: float, wait: bool,
                         quiet: bool) -> list[dict[str, Any]] | None:
     from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.log.admin_channel import read_status, submit_reassignment
+    from kafka_tiers.broker.admin_channel import read_status, submit_reassignment
 
     request_id = submit_reassignment(dirs, local)
     deadline = time.monotonic() + timeout
@@ -243,7 +243,7 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
     """
     from kafka_tiers.api.errors import KafkaTiersError
     from kafka_tiers.cli.log_dirs import load_dirs
-    from kafka_tiers.log.admin_channel import (
+    from kafka_tiers.broker.admin_channel import (
         ReassignmentError,
         broker_running,
         parse_reassignment,

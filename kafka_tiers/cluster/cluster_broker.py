@@ -154,6 +154,9 @@ class ClusterBroker:
                 cfg["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
             self._register(timeout)
             self.controller.start()
+            from kafka_tiers.broker.admin_channel import AdminChannel
+
+            AdminChannel(self.log_manager).attach()
             self.log_manager.start_scheduler()
             if self.rlm is not None:
                 self.rlm.start()

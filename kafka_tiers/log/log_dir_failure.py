@@ -146,9 +146,9 @@ class LogDirFailureHandler:
         if self.manager.hooks is not None:
             self.manager.hooks.log_dir_failed(str(log_dir), partitions, error)
         try:
-            self.manager._admin_state_changed()
+            self.manager._dir_state_changed()
         except Exception:
-            logger.exception("writing the admin state failed")
+            logger.exception("a log dir state listener failed")
         if len(self.offline) >= len(self.manager.log_dirs) and not self.all_offline.is_set():
             self.all_offline.set()
             logger.critical("every log dir is offline; the broker must stop")

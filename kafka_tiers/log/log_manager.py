@@ -136,8 +136,6 @@ class LogManager:
             (None or ``LONG_MAX``: unlimited).
         on_all_dirs_offline: called once with the last error when every dir is offline (the
             broker must stop).
-        admin_poll_ms: how often :meth:`run_due_tasks` looks for admin requests (reassignments
-            written by the CLI; :mod:`kafka_tiers.log.admin_channel`).
     """
 
     def __init__(self, log_dirs: Iterable[str | os.PathLike[str]],
@@ -151,8 +149,8 @@ class LogManager:
                  hooks: Hooks | None = None,
                  num_replica_move_threads: int | None = None,
                  intra_broker_throttled_rate: int | None = None,
-                 on_all_dirs_offline: Callable[[BaseException], None] | None = None,
-                 admin_poll_ms: int = 500) -> None:
+                 on_all_dirs_offline: Callable[[BaseException], None] | None = None
+                 ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise LogDirError("no log dirs given")
@@ -182,8 +180,9 @@ class LogManager:
         self.mover = ReplicaMover(self, num_replica_move_threads or len(self.log_dirs),
                                   self.throttle)
         self._offline_partitions: dict[TopicPartition, Path] = {}
-        self.admin_poll_ms = admin_poll_ms
-        self._admin: Any = None
+        #: periodic jobs added by the owner: name -> (interval in ms, job)
+        self._jobs: dict[str, tuple[int, Callable[[], object]]] = {}
+        self._dir_state_listeners: list[Callable[[], None]] = []
 
     @classmethod
     def from_config(cls, broker: Mapping[str, Any], **kwargs: Any) -> LogManager:
@@ -657,9 +656,14 @@ class LogManager:
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
 
-    def _admin_state_changed(self) -> None:
-        if self._admin is not None:
-            self._admin.write_state()
+    def add_dir_state_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after a log dir went offline (from the failing thread; it
+        must not raise and must not block long)."""
+        self._dir_state_listeners.append(listener)
+
+    def _dir_state_changed(self) -> None:
+        for listener in list(self._dir_state_listeners):
+            listener()
 
     # ------------------------------------------------------------------ checks
     def check_unchecked_segments(self, tps: Iterable[TopicPartition] | None = None) -> int:
@@ -743,21 +747,23 @@ class LogManager:
         """Run the periodic jobs whose interval has passed (Kafka's LogManager scheduler):
         ``flush`` (logs past their ``flush.ms``), ``checkpoint`` (recovery points, log start
         offsets and high watermarks) and ``retention`` (``delete_old_segments`` of every log).
-        Returns the jobs run. A scheduler calls this; :meth:`start_scheduler` runs one."""
+        Jobs added with :meth:`add_periodic_job` run after those. Returns the jobs run. A
+        scheduler calls this; :meth:`start_scheduler` runs one."""
         now = int(self._time() * 1000) if now_ms is None else now_ms
         ran = []
         jobs = (("flush", self.intervals.flush_check_ms),
                 ("checkpoint", min(self.intervals.recovery_checkpoint_ms,
                                    self.intervals.start_offset_checkpoint_ms)),
                 ("retention", self.intervals.retention_check_ms),
-                ("admin", self.admin_poll_ms if self._admin is not None else LONG_MAX))
+                *((name, interval) for name, (interval, _) in list(self._jobs.items())))
         for name, interval in jobs:
             last = self._last_run.setdefault(name, now)
             if now - last < interval:
                 continue
             self._last_run[name] = now
-            if name == "admin":
-                self._admin.poll()
+            extra = self._jobs.get(name)
+            if extra is not None:
+                extra[1]()
                 ran.append(name)
                 continue
             for tp, log in self.logs.items():
@@ -779,12 +785,6 @@ class LogManager:
     def start_scheduler(self, tick_seconds: float = 0.5) -> None:
         """Call :meth:`run_due_tasks` every ``tick_seconds`` in a daemon thread until
         :meth:`shutdown`."""
-        if self._admin is None:
-            from kafka_tiers.log.admin_channel import AdminChannel
-
-            self._admin = AdminChannel(self)
-            self._admin.write_state()
-
         def loop() -> None:
             while not self._scheduler_stop.wait(tick_seconds):
                 try:
@@ -796,6 +796,19 @@ class LogManager:
         self._scheduler = threading.Thread(target=loop, name="kafka-tiers-log-scheduler",
                                            daemon=True)
         self._scheduler.start()
+
+    def add_periodic_job(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
+        """Run ``job()`` from :meth:`run_due_tasks` every ``interval_ms`` (the broker's admin
+        channel, for one). Adding a name again replaces its job.
+
+        Raises:
+            ValueError: ``name`` is a built-in job's, or ``interval_ms`` is below 1.
+        """
+        if name in ("flush", "checkpoint", "retention"):
+            raise ValueError(f"{name!r} is a built-in job of the log manager")
+        if interval_ms < 1:
+            raise ValueError(f"interval_ms must be >= 1, got {interval_ms}")
+        self._jobs[name] = (interval_ms, job)
 
     # ------------------------------------------------------------------ shutdown
     def shutdown(self, *, broker_epoch: int = -1) -> None:

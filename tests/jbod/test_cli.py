@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.broker.admin_channel import AdminChannel
 from kafka_tiers.cli import cli
 from kafka_tiers.cli.reassign import parse_duration
 from kafka_tiers.log.log_manager import LogManager
@@ -122,8 +123,9 @@ def test_plan_execute_in_process_and_verify(broker_dirs, tmp_path) -> None:
 
 def test_reassign_through_a_running_broker(broker_dirs, tmp_path) -> None:
     config, dirs = broker_dirs
-    m = LogManager(dirs, CONFIG, admin_poll_ms=20)
+    m = LogManager(dirs, CONFIG)
     m.startup()
+    AdminChannel(m).attach(poll_ms=20)
     m.start_scheduler(tick_seconds=0.02)
     try:
         tp = TopicPartition("orders", 2)
@@ -206,7 +208,7 @@ def test_durations() -> None:
 
 
 def test_admin_channel_refuses_bad_requests_and_times_out(broker_dirs, tmp_path) -> None:
-    from kafka_tiers.log.admin_channel import ADMIN_DIR_NAME, AdminChannel, read_status
+    from kafka_tiers.broker.admin_channel import ADMIN_DIR_NAME, read_status
 
     config, dirs = broker_dirs
     m = LogManager(dirs, CONFIG)

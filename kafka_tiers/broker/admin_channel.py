@@ -1,10 +1,12 @@
-"""The admin channel between the CLI and a running broker, until a network transport exists.
+"""The admin channel between the CLI and a running broker's log dirs (intra-broker replica
+moves and the state of its dirs), until a network transport carries these requests.
 
 Like ZooKeeper-era Kafka's ``/admin/reassign_partitions`` node, a request is a file: the CLI
 writes ``<log dir>/.kafka-tiers-admin/reassign-<id>.json`` crash-safely (temp file, fsync,
-rename, fsync dir) into the admin dir of the first log dir it can write; the running broker's
-scheduler (:meth:`LogManager.run_due_tasks`, job ``admin``) scans the admin dir of every online
-log dir, applies each request with ``alter_replica_log_dirs``, writes
+rename, fsync dir) into the admin dir of the first log dir it can write; the running broker
+attaches an :class:`AdminChannel` to its log manager (:meth:`AdminChannel.attach`: a periodic
+job ``admin`` of :meth:`LogManager.run_due_tasks` and a listener of dir failures), which scans
+the admin dir of every online log dir, applies each request with ``alter_replica_log_dirs``, writes
 ``status-<id>.json`` next to it (and rewrites it as the moves progress, until every replica is
 settled) and then removes the request. A crash between the two leaves the request, which is
 applied again: requests are idempotent. The broker also keeps ``broker-state.json`` (its
@@ -53,6 +55,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ADMIN_DIR_NAME = ".kafka-tiers-admin"
+#: how often a running broker looks for new requests (milliseconds).
+ADMIN_POLL_MS = 500
 STATE_FILE = "broker-state.json"
 REQUEST_PREFIX = "reassign-"
 STATUS_PREFIX = "status-"
@@ -267,12 +271,23 @@ def replica_states(manager: LogManager, moves: Mapping[TopicPartition, str],
 
 
 class AdminChannel:
-    """The broker side (see the module doc); :meth:`poll` runs on the manager's scheduler."""
+    """The broker side (see the module doc); :meth:`poll` runs on the manager's scheduler
+    once :meth:`attach` registered it."""
 
     def __init__(self, manager: LogManager) -> None:
         self.manager = manager
         self._active: dict[str, tuple[Path, dict[TopicPartition, str],
                                       dict[TopicPartition, str]]] = {}
+
+    def attach(self, poll_ms: int = ADMIN_POLL_MS) -> AdminChannel:
+        """Serve the CLI from now on: write ``broker-state.json``, poll for requests every
+        ``poll_ms`` on the log manager's scheduler (job ``admin``) and rewrite the state when a
+        dir goes offline. Call it once, before :meth:`LogManager.start_scheduler`; returns
+        ``self``."""
+        self.write_state()
+        self.manager.add_periodic_job("admin", poll_ms, self.poll)
+        self.manager.add_dir_state_listener(self.write_state)
+        return self
 
     def _online_admin_dirs(self) -> list[Path]:
         offline = self.manager.offline_dirs
@@ -338,6 +353,7 @@ class AdminChannel:
 
 __all__ = [
     "ADMIN_DIR_NAME",
+    "ADMIN_POLL_MS",
     "FORMAT_VERSION",
     "PENDING",
     "REQUEST_PREFIX",

@@ -49,6 +49,7 @@ from kafka_tiers.api import (
     RemoteStorageManager,
     TopicPartition,
 )
+from kafka_tiers.broker.admin_channel import AdminChannel
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
@@ -247,6 +248,7 @@ class Broker:
                 self._stop_all()
                 raise
             if self._background:
+                AdminChannel(self.log_manager).attach()
                 self.log_manager.start_scheduler()
                 if self.rlm is not None:
                     self.rlm.start()
