@@ -156,6 +156,9 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("broker.replica.placer", String(), "rack-aware",
               "The ReplicaPlacer: an entry-point name or pkg.module:Class.",
               aliases=("replica.placer.class.name",), check=_placer_name),
+    ConfigKey("hook.plugins.blocked", List(), [],
+              "Hook plugins (entry-point names in group kafka_tiers) not to load; "
+              "KAFKA_TIERS_BLOCK_HOOK_PLUGINS adds more."),
 )
 
 #: Where the key sections live, as ``module:attribute``; each subsystem adds its own.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,3 +154,196 @@ def test_entry_point_hook_plugin_is_loaded(tmp_path: Path, monkeypatch: pytest.M
     import acme_audit  # type: ignore[import-not-found]
 
     assert acme_audit.SEEN == [(4, "/dc1/r1")]
+
+
+def test_api_exports_the_hookimpl_marker() -> None:
+    import kafka_tiers.api as api
+
+    assert api.hookimpl is hookspecs.hookimpl
+    assert "hookimpl" in api.__all__
+
+
+class NewStyleWrapper:
+    """A ``wrapper=True`` implementation: sees the call, the other answers and the result."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple] = []
+
+    @hookimpl(wrapper=True)
+    def kafka_tiers_choose_log_dir(self, topic_partition, log_dirs):
+        self.seen.append(("call", topic_partition, [d.path for d in log_dirs]))
+        result = yield
+        self.seen.append(("result", result))
+        return result
+
+    @hookimpl(wrapper=True)
+    def kafka_tiers_topic_created(self, topic):
+        self.seen.append(("call", topic))
+        results = yield
+        self.seen.append(("result", results))
+        return results
+
+
+class OldStyleWrapper:
+    def __init__(self) -> None:
+        self.seen: list[tuple] = []
+
+    @hookimpl(hookwrapper=True)
+    def kafka_tiers_leader_elected(self, topic_partition, leader):
+        self.seen.append(("call", topic_partition, leader))
+        outcome = yield
+        self.seen.append(("result", outcome.get_result()))
+
+
+def test_wrappers_see_every_call_and_its_result() -> None:
+    new, old, rec = NewStyleWrapper(), OldStyleWrapper(), Recorder()
+    hooks = Hooks(make_plugin_manager(load_entrypoints=False, extra=[rec, new, old]))
+    assert hooks.choose_log_dir(TP, DIRS) == "/d2"
+    hooks.topic_created("orders", {0: [1, 2]})
+    hooks.leader_elected(TP, 2, 5, [2, 1])
+    assert new.seen == [("call", TP, ["/d1", "/d2", "/d3"]), ("result", "/d2"),
+                        ("call", "orders"), ("result", [])]
+    assert old.seen == [("call", TP, 2), ("result", [])]
+    assert rec.calls == [("topic", "orders", {0: [1, 2]}), ("leader", TP, 2, (2, 1))]
+
+
+def test_wrapper_can_replace_the_answer_and_is_blamed_for_a_bad_one() -> None:
+    class Redirect:
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        @hookimpl(wrapper=True)
+        def kafka_tiers_choose_log_dir(self):
+            yield
+            return self.path
+
+    hooks = Hooks(make_plugin_manager(load_entrypoints=False, extra=[Redirect("/d1")]))
+    assert hooks.choose_log_dir(TP, DIRS) == "/d1"
+    hooks = Hooks(make_plugin_manager(load_entrypoints=False, extra=[Redirect("/d3")]))
+    with pytest.raises(PluginError, match="hook wrapper chose log dir '/d3'"):
+        hooks.choose_log_dir(TP, DIRS)
+
+
+def test_failing_wrapper_is_logged_with_its_plugin_and_never_raises(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class BrokenWrapper:
+        @hookimpl(wrapper=True)
+        def kafka_tiers_broker_up(self, broker_id):
+            yield
+            raise RuntimeError("wrapper bug")
+
+    rec = Recorder()
+    pm = make_plugin_manager(load_entrypoints=False, extra=[rec])
+    pm.register(BrokenWrapper(), name="broken-wrapper")
+    with caplog.at_level(logging.ERROR):
+        Hooks(pm).broker_up(3, None)
+    assert "broken-wrapper" in caplog.text and "kafka_tiers_broker_up" in caplog.text
+
+
+def test_failing_first_result_plugin_is_named() -> None:
+    class Crashing:
+        @hookimpl
+        def kafka_tiers_choose_log_dir(self):
+            raise OSError("disk probe failed")
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    pm.register(Crashing(), name="crashing-chooser")
+    with pytest.raises(PluginError, match=r"crashing-chooser.*disk probe failed") as info:
+        Hooks(pm).choose_log_dir(TP, DIRS)
+    assert info.value.plugin == "crashing-chooser"
+
+
+def test_wrong_argument_is_refused_with_plugin_name() -> None:
+    class Wrong:
+        @hookimpl
+        def kafka_tiers_broker_up(self, broker_id, colour):  # pragma: no cover
+            pass
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    with pytest.raises(PluginError, match=r"wrong-args.*colour"):
+        pm.register(Wrong(), name="wrong-args")
+
+
+def test_trace_names_the_arguments_the_plugins_and_the_result(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("KAFKA_TIERS_TRACE_HOOKS", "1")
+    pm = make_plugin_manager(load_entrypoints=False)
+    pm.register(NewStyleWrapper(), name="timing-wrapper")
+    hooks = Hooks(pm)
+    Hooks(pm)  # a second facade on the same manager does not trace twice
+    with caplog.at_level(logging.INFO, logger="kafka_tiers.plugins.hooks"):
+        hooks.choose_log_dir(TP, DIRS)
+        hooks.broker_up(7, "/dc1/r2")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("hook kafka_tiers_choose_log_dir(topic_partition=")
+    assert lines[0].endswith("-> plugins: timing-wrapper, kafka_tiers.plugins.default_hooks")
+    assert lines[1:] == ["hook kafka_tiers_choose_log_dir returned '/d2'",
+                         "hook kafka_tiers_broker_up(broker_id=7, rack='/dc1/r2') "
+                         "-> plugins: none",
+                         "hook kafka_tiers_broker_up returned []"]
+
+
+def test_no_trace_without_the_env_var(monkeypatch: pytest.MonkeyPatch,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv("KAFKA_TIERS_TRACE_HOOKS", raising=False)
+    hooks = Hooks(make_plugin_manager(load_entrypoints=False))
+    with caplog.at_level(logging.INFO, logger="kafka_tiers.plugins.hooks"):
+        hooks.choose_log_dir(TP, DIRS)
+    assert caplog.text == ""
+
+
+AUDIT_PLUGIN = """
+    from kafka_tiers.api import hookimpl
+    SEEN = []
+
+    @hookimpl
+    def kafka_tiers_broker_up(broker_id, rack):
+        SEEN.append((broker_id, rack))
+    """
+
+
+def _install_audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str) -> Any:
+    from tests.fakedist import make_dist
+
+    root = make_dist(tmp_path / "site", f"{module.replace('_', '-')}", "0.1",
+                     {module: AUDIT_PLUGIN}, {"kafka_tiers": {module.replace("_", "-"): module}})
+    monkeypatch.syspath_prepend(str(root))
+    return importlib.import_module(module)
+
+
+@pytest.mark.parametrize("how", ["env", "config"])
+def test_blocked_entry_point_plugin_is_not_called(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    module = f"acme_blocked_{how}"
+    plugin = _install_audit(tmp_path, monkeypatch, module)
+    name = module.replace("_", "-")
+    blocked: list[str] = []
+    if how == "env":
+        monkeypatch.setenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", f"{name}, not-installed-plugin")
+    else:
+        monkeypatch.delenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", raising=False)
+        from kafka_tiers.config import BrokerConfig
+
+        cfg = BrokerConfig({"hook.plugins.blocked": f"{name},not-installed-plugin"})
+        blocked = cfg["hook.plugins.blocked"]
+    with caplog.at_level(logging.INFO, logger="kafka_tiers.plugins.hooks"):
+        hooks = Hooks(blocked=blocked)
+    hooks.broker_up(4, "/dc1/r1")
+    assert plugin.SEEN == []
+    assert hooks.pm.is_blocked(name) and hooks.pm.get_plugin(name) is None
+    assert "hook plugins blocked" in caplog.text
+    assert name in caplog.text and "not-installed-plugin (not installed)" in caplog.text
+
+    monkeypatch.delenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", raising=False)
+    Hooks().broker_up(5, None)  # not blocked: loaded and called
+    assert plugin.SEEN == [(5, None)]
+
+
+def test_the_core_hook_module_cannot_be_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", "kafka_tiers.plugins.default_hooks")
+    hooks = Hooks(make_plugin_manager(load_entrypoints=False))
+    assert hooks.choose_log_dir(TP, DIRS) == "/d2"

@@ -23,6 +23,7 @@ from kafka_tiers.api.errors import (
     RemoteStorageError,
     RetriableRemoteStorageError,
 )
+from kafka_tiers.api.hooks import hookimpl
 from kafka_tiers.api.logdirs import LogDirInfo
 from kafka_tiers.api.objectstore import (
     ByteRange,
@@ -78,4 +79,5 @@ __all__ = [
     "RetriableRemoteStorageError",
     "StorageCapability",
     "TopicPartition",
+    "hookimpl",
 ]

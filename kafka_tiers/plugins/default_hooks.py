@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.hooks import hookimpl
 from kafka_tiers.api.logdirs import LogDirInfo
-from kafka_tiers.plugins.hookspecs import hookimpl
 
 
 @hookimpl(trylast=True)

@@ -1,7 +1,8 @@
 """Lifecycle hook specifications (pluggy, project name ``kafka_tiers``).
 
 Hook plugins register under the entry-point group ``kafka_tiers`` and implement any of these
-functions, decorated with :data:`hookimpl`. Every hook is documented in ``docs/hooks.md`` with its
+functions, decorated with :data:`kafka_tiers.api.hookimpl` (re-exported here as
+:data:`hookimpl`: the same object). Every hook is documented in ``docs/hooks.md`` with its
 exact signature; a test keeps the two in step. Notification hooks are called after the event has
 happened and durably taken effect; their return values are ignored, and an exception in one is
 logged with the plugin's name and never stops the broker. ``kafka_tiers_choose_log_dir`` is a
@@ -16,12 +17,13 @@ from typing import Any
 import pluggy
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.hooks import HOOK_PROJECT, hookimpl
 from kafka_tiers.api.logdirs import LogDirInfo
+from kafka_tiers.api.storage import RemoteLogSegmentMetadata
 
-PROJECT = "kafka_tiers"
+PROJECT = HOOK_PROJECT
 
 hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
@@ -83,32 +85,38 @@ def kafka_tiers_segment_rolled(
 
 
 @hookspec
-def kafka_tiers_segment_copied(topic_partition: TopicPartition, metadata: Any) -> None:
+def kafka_tiers_segment_copied(
+    topic_partition: TopicPartition, metadata: RemoteLogSegmentMetadata
+) -> None:
     """A segment was copied to remote storage and committed (readers can see it).
 
     :param topic_partition: the partition.
-    :param metadata: the segment's ``kafka_tiers.api.RemoteLogSegmentMetadata``.
+    :param metadata: the segment as committed (state ``COPY_SEGMENT_FINISHED``).
     """
 
 
 @hookspec
 def kafka_tiers_segment_copy_failed(
-    topic_partition: TopicPartition, metadata: Any, error: BaseException
+    topic_partition: TopicPartition, metadata: RemoteLogSegmentMetadata, error: BaseException
 ) -> None:
     """A copy to remote storage failed; what it wrote was cleaned up and it will be retried.
 
     :param topic_partition: the partition.
-    :param metadata: the metadata of the failed attempt.
-    :param error: the error (a ``kafka_tiers.api.RemoteStorageError``).
+    :param metadata: the metadata of the failed attempt (its segment id is never reused).
+    :param error: the error, as the storage plugin's guard raised it (a
+        ``kafka_tiers.api.RemoteStorageError``; ``error.retriable`` tells whether a retry may
+        help).
     """
 
 
 @hookspec
-def kafka_tiers_remote_segment_deleted(topic_partition: TopicPartition, metadata: Any) -> None:
+def kafka_tiers_remote_segment_deleted(
+    topic_partition: TopicPartition, metadata: RemoteLogSegmentMetadata
+) -> None:
     """A remote segment was deleted (remote retention or topic deletion).
 
     :param topic_partition: the partition.
-    :param metadata: the deleted segment's ``RemoteLogSegmentMetadata``.
+    :param metadata: the deleted segment.
     """
 
 
