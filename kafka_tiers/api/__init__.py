@@ -2,10 +2,12 @@
 
 It holds the plugin interfaces, their value types and the error tree. Everything else in
 ``kafka_tiers`` belongs to the core and may change between releases. ``SPI_VERSION`` follows
-semantic versioning: a plugin written for 1.x works with every 1.y.
+semantic versioning: a plugin written for 2.x works with every 2.y. SPI 2.0 moved the storage
+manager built on an object store, the manifest, the key layout and the multipart engine out of
+the API into the core (``kafka_tiers.objectstore``); see ``docs/migrating-to-spi-2.md``.
 
 Plugins may declare the SPI range they support with the class attribute ``SUPPORTED_SPI``
-(a PEP 440 specifier such as ``">=1.0,<2"``); the core refuses an incompatible plugin.
+(a PEP 440 specifier such as ``">=2.0,<3"``); the core refuses an incompatible plugin.
 """
 
 from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
@@ -30,7 +32,8 @@ from kafka_tiers.api.objectstore import (
     MultipartObjectStore,
     ObjectInfo,
     ObjectStore,
-    ObjectStoreRemoteStorageManager,
+    default_translate,
+    validate_key,
 )
 from kafka_tiers.api.placement import PlacementSpec, ReplicaPlacer
 from kafka_tiers.api.plugin import Plugin
@@ -43,8 +46,9 @@ from kafka_tiers.api.storage import (
     RemoteStorageManager,
     StorageCapability,
 )
+    check_range,
 
-SPI_VERSION = "1.0.0"
+SPI_VERSION = "2.0.0"
 
 __all__ = [
     "SPI_VERSION",
@@ -64,7 +68,6 @@ __all__ = [
     "MultipartObjectStore",
     "ObjectInfo",
     "ObjectStore",
-    "ObjectStoreRemoteStorageManager",
     "PlacementError",
     "PlacementSpec",
     "Plugin",
@@ -81,3 +84,6 @@ __all__ = [
     "TopicPartition",
     "hookimpl",
 ]
+    "check_range",
+    "default_translate",
+    "validate_key",

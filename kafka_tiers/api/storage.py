@@ -9,7 +9,8 @@ wrote it.
 
 Plugin authors choose one of two levels: implement :class:`RemoteStorageManager` directly, or
 implement the small object-store interface of :mod:`kafka_tiers.api.objectstore` (put, ranged
-get, batched delete, list by prefix) and inherit the whole contract.
+get, batched delete, list by prefix), register it in ``kafka_tiers.object_store``, and the core
+builds the storage manager around it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from types import MappingProxyType
 from typing import BinaryIO, ClassVar
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.errors import InvalidRangeError
 from kafka_tiers.api.plugin import Plugin
 
 #: The largest position a fetch accepts: positions are signed 64-bit as in Kafka.
@@ -357,6 +359,32 @@ class RemoteStorageManager(Plugin):
         """
 
 
+def check_range(start_position: int, end_position: int | None,
+                segment_id: str | None = None) -> None:
+    """Check a fetch range that does not depend on the segment's size.
+
+    Raises:
+        InvalidRangeError: a position that is not an int, a negative start, an end before the
+            start, or a position beyond 2**63-1.
+    """
+    for name, value in (("start_position", start_position), ("end_position", end_position)):
+        if value is None and name == "end_position":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRangeError(f"{name} must be an int, got {value!r}",
+                                    start=None, end=None, segment_id=segment_id)
+    if start_position < 0:
+        raise InvalidRangeError(f"start position {start_position} is negative",
+                                start=start_position, end=end_position, segment_id=segment_id)
+    if end_position is not None and end_position < start_position:
+        raise InvalidRangeError(
+            f"end position {end_position} is before start position {start_position}",
+            start=start_position, end=end_position, segment_id=segment_id)
+    if start_position > MAX_POSITION or (end_position or 0) > MAX_POSITION:
+        raise InvalidRangeError("positions are limited to 64 bits", start=start_position,
+                                end=end_position, segment_id=segment_id)
+
+
 __all__ = [
     "MAX_POSITION",
     "IndexType",
@@ -366,4 +394,5 @@ __all__ = [
     "RemoteLogSegmentState",
     "RemoteStorageManager",
     "StorageCapability",
+    "check_range",
 ]

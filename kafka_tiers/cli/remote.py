@@ -155,11 +155,12 @@ def describe(storage: str, config_file: str | None, overrides: tuple[str, ...], 
 
 
 def _manifest_objects(rsm: Any, md: Any) -> Any:
-    plugin = getattr(rsm, "plugin", rsm)
-    read_manifest = getattr(plugin, "read_manifest", None)
-    if not callable(read_manifest):
+    from kafka_tiers.remote.guarded import guard
+
+    guarded = guard(rsm)
+    if not guarded.supports("read_manifest"):
         return None
-    return read_manifest(md).objects
+    return guarded.read_manifest(md).objects
 
 
 def _objects(rsm: Any, md: Any) -> list[dict[str, Any]] | None:

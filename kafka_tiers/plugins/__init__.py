@@ -8,6 +8,7 @@ works as before.
 
 from kafka_tiers.plugins.loader import (
     HOOK_GROUP,
+    OBJECT_STORE_GROUP,
     PLACER_GROUP,
     STORAGE_GROUP,
     PluginInfo,
@@ -22,6 +23,7 @@ from kafka_tiers.plugins.loader import (
 
 __all__ = [
     "HOOK_GROUP",
+    "OBJECT_STORE_GROUP",
     "PLACER_GROUP",
     "STORAGE_GROUP",
     "PluginInfo",

@@ -1,7 +1,14 @@
 """Finding and loading plugins: entry points (through stevedore) or import paths.
 
 A plugin is named in configuration either by its entry-point name in its group
-(``multi-level-rack``) or by an import path ``pkg.module:Class``. Loading checks that the class
+(``multi-level-rack``) or by an import path ``pkg.module:Class``.
+
+Remote storage comes in two kinds: a :class:`~kafka_tiers.api.RemoteStorageManager` (group
+``kafka_tiers.remote_storage``) or an :class:`~kafka_tiers.api.ObjectStore` (group
+``kafka_tiers.object_store``), around which the core builds its storage manager
+(:meth:`kafka_tiers.objectstore.ObjectStoreRemoteStorageManager.for_store`). A storage name is
+looked up in both groups; when both hold it, ``kafka_tiers.remote_storage`` wins (a warning
+says so). An import path may name a class of either kind. Loading checks that the class
 implements the expected interface and supports this core's :data:`kafka_tiers.api.SPI_VERSION`,
 creates it, and hands it its configuration. Every failure is one :class:`PluginError` line naming
 the plugin, its distribution and the cause.
@@ -31,10 +38,11 @@ log = logging.getLogger(__name__)
 PLACER_GROUP = "kafka_tiers.replica_placer"
 STORAGE_GROUP = "kafka_tiers.remote_storage"
 HOOK_GROUP = "kafka_tiers"
+OBJECT_STORE_GROUP = "kafka_tiers.object_store"
 
 #: group -> what its plugins are called in messages
 KINDS = {PLACER_GROUP: "replica placer", STORAGE_GROUP: "remote storage plugin",
-         HOOK_GROUP: "hook plugin"}
+         OBJECT_STORE_GROUP: "object store plugin", HOOK_GROUP: "hook plugin"}
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -89,20 +97,33 @@ def _dist_of_module(module: str) -> str | None:
     return dists[0] if dists else None
 
 
-def _interface_for(group: str) -> type[Plugin]:
+def _interface_for(group: str) -> type[Any]:
     if group == PLACER_GROUP:
         return ReplicaPlacer
     if group == STORAGE_GROUP:
-        from kafka_tiers import api
+        from kafka_tiers.api.storage import RemoteStorageManager
 
-        iface = getattr(api, "RemoteStorageManager", None)
-        if iface is None:  # pragma: no cover - only while the storage SPI is absent
-            raise PluginError("this kafka-tiers has no RemoteStorageManager interface")
-        return iface
+        return RemoteStorageManager
+    if group == OBJECT_STORE_GROUP:
+        from kafka_tiers.api.objectstore import ObjectStore
+
+        return ObjectStore
     raise ValueError(f"no interface for group {group}")
 
 
 def check_spi(cls: type, label: str) -> None:
+def _storage_manager_of(obj: Any) -> Any:
+    """An ObjectStore class becomes the storage manager class the core builds around it;
+    anything else is returned as it is."""
+    from kafka_tiers.api.objectstore import ObjectStore
+
+    if inspect.isclass(obj) and issubclass(obj, ObjectStore) and not inspect.isabstract(obj):
+        from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
+
+        return ObjectStoreRemoteStorageManager.for_store(obj)
+    return obj
+
+
     """Refuse a plugin class whose ``SUPPORTED_SPI`` excludes this core's SPI version.
 
     Raises:
@@ -134,6 +155,12 @@ def resolve_class(group: str, name_or_path: str) -> tuple[type[Plugin], str]:
     """Find the plugin class named ``name_or_path`` in ``group`` without creating it.
 
     Returns:
+    For ``kafka_tiers.remote_storage`` the result is always a ``RemoteStorageManager`` class:
+    the name is looked up in ``kafka_tiers.remote_storage`` and then in
+    ``kafka_tiers.object_store``, an import path may name either kind, and an object store
+    class comes back as the storage manager class the core builds around it. For
+    ``kafka_tiers.object_store`` the store class itself comes back.
+
         The class and a label naming the plugin and its distribution, for messages.
 
     Raises:
@@ -141,6 +168,32 @@ def resolve_class(group: str, name_or_path: str) -> tuple[type[Plugin], str]:
             not a class implementing the group's interface, or an incompatible SPI range.
     """
     kind = KINDS[group]
+    if group == STORAGE_GROUP:
+        return _resolve_storage(name_or_path)
+    return _resolve(group, name_or_path)
+
+
+def _resolve_storage(name_or_path: str) -> tuple[type[Plugin], str]:
+    name = (name_or_path or "").strip()
+    if ":" not in name and name:
+        managers = {ep.name for ep in _entry_points(STORAGE_GROUP)}
+        stores = {ep.name for ep in _entry_points(OBJECT_STORE_GROUP)}
+        if name in stores and name not in managers:
+            cls, label = _resolve(OBJECT_STORE_GROUP, name)
+            return _storage_manager_of(cls), label
+        if name in stores:
+            log.warning("storage plugin name %r is registered in both %s and %s; using the "
+                        "%s one", name, STORAGE_GROUP, OBJECT_STORE_GROUP, STORAGE_GROUP)
+        if name not in managers:
+            installed = ", ".join(sorted(managers | stores)) or "none"
+            raise PluginError(f"unknown {KINDS[STORAGE_GROUP]} {name!r}; installed: "
+                              f"{installed}", plugin=name, cause="unknown name")
+    cls, label = _resolve(STORAGE_GROUP, name, also=OBJECT_STORE_GROUP)
+    return _storage_manager_of(cls), label
+
+
+def _resolve(group: str, name_or_path: str, also: str | None = None) -> tuple[type[Any], str]:
+    """Resolve in ``group``; an import path may also name a class of group ``also``."""
     iface = _interface_for(group)
     name = (name_or_path or "").strip()
     if not name:
@@ -171,10 +224,11 @@ def resolve_class(group: str, name_or_path: str) -> tuple[type[Plugin], str]:
         dist, version = _dist_of_ep(eps[name])
         label = _label(kind, name, dist, version)
         obj = _load_with_stevedore(group, name, label, dist)
-    if not (inspect.isclass(obj) and issubclass(obj, iface)):
-        raise PluginError(
-            f"{label} is {obj!r}, not a subclass of kafka_tiers.api.{iface.__name__}",
-            plugin=name, cause="does not implement the interface")
+    ifaces = (iface,) if also is None else (iface, _interface_for(also))
+    if not (inspect.isclass(obj) and issubclass(obj, ifaces)):
+        wanted = " or ".join(f"kafka_tiers.api.{i.__name__}" for i in ifaces)
+        raise PluginError(f"{label} is {obj!r}, not a subclass of {wanted}",
+                          plugin=name, cause="does not implement the interface")
     if inspect.isabstract(obj):
         missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
         raise PluginError(f"{label} does not implement {missing}", plugin=name,
@@ -220,6 +274,8 @@ def create(group: str, name_or_path: str, config: Mapping[str, str] | None = Non
     """
     cls, label = resolve_class(group, name_or_path)
     try:
+    if group == OBJECT_STORE_GROUP:  # an object store is loaded as its storage manager
+        cls = _storage_manager_of(cls)
         plugin = cls()
     except Exception as exc:
         raise PluginError(f"{label} could not be created: {type(exc).__name__}: {exc}",
@@ -263,10 +319,13 @@ def load_placer(name_or_path: str, config: Mapping[str, str] | None = None) -> R
 
 
 def load_remote_storage(name_or_path: str, config: Mapping[str, str] | None = None) -> Any:
-    """Create and configure a ``RemoteStorageManager`` by entry-point name or import path.
+    """Create and configure a ``RemoteStorageManager`` by entry-point name or import path:
+    a storage manager plugin, or the core's manager around an object store plugin (see the
+    module docstring for how a name is looked up).
 
     Args:
-        name_or_path: ``local``, ``s3`` or ``my_pkg.storage:MyStorage``.
+        name_or_path: ``local``, ``s3``, ``my_pkg.storage:MyStorage`` or
+            ``my_pkg.store:MyObjectStore``.
         config: the plugin's own keys (those under ``rsm.config.`` with the prefix stripped).
 
     Raises:
@@ -275,8 +334,8 @@ def load_remote_storage(name_or_path: str, config: Mapping[str, str] | None = No
     return create(STORAGE_GROUP, name_or_path, config)
 
 
-def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, HOOK_GROUP)
-             ) -> list[PluginInfo]:
+def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STORE_GROUP,
+                                        HOOK_GROUP)) -> list[PluginInfo]:
     """Every installed plugin in ``groups``, with whether it loads (imports and passes the
     interface and SPI checks; nothing is created or configured)."""
     found: list[PluginInfo] = []
@@ -291,6 +350,8 @@ def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, HOOK_GROUP)
                     resolve_class(group, ep.name)
             except PluginError as exc:
                 error = str(exc)
+                elif group == STORAGE_GROUP:
+                    _resolve(group, ep.name)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
             found.append(PluginInfo(group, ep.name, ep.value, dist, version, error is None,
@@ -304,6 +365,7 @@ __all__ = [
     "STORAGE_GROUP",
     "PluginInfo",
     "check_spi",
+    "OBJECT_STORE_GROUP",
     "create",
     "discover",
     "installed_names",

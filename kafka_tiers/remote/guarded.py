@@ -14,7 +14,14 @@ delegating to a plugin, and on the way:
 - serialises the calls (and stream reads) of a plugin that does not declare
   ``concurrent_access``;
 - never lets a secret through: values of the plugin's secret config keys are replaced by
-  ``<hidden>`` in every message it raises or logs, and the foreign exception chain is dropped.
+  ``<hidden>`` in every message it raises or logs, and the foreign exception chain is dropped;
+- offers the optional operations (:data:`OPTIONAL_OPERATIONS`: orphan collection, reading a
+  segment's manifest, object keys, listing topics and partitions) as methods of its own, with
+  the same lock, checks and redaction; a plugin without one raises
+  :class:`UnsupportedStorageOperationError` naming the plugin and the operation
+  (:meth:`GuardedRemoteStorage.supports` asks first).
+
+Nothing outside this module unwraps a guard (tests/remote/test_guard_boundary.py checks it).
 """
 
 from __future__ import annotations
@@ -37,12 +44,17 @@ from kafka_tiers.api import (
     StorageCapability,
     TopicPartition,
 )
-from kafka_tiers.api.objectstore import check_range
+from kafka_tiers.api.storage import check_range
 
 log = logging.getLogger(__name__)
 
 #: Kafka's default ``remote.log.metadata.custom.metadata.max.bytes``.
 DEFAULT_CUSTOM_METADATA_MAX_BYTES = 128
+
+#: The operations beyond the RemoteStorageManager contract that the guard offers when the
+#: plugin has them (the core's storage manager built on an object store has them all).
+OPTIONAL_OPERATIONS = ("collect_orphans", "read_manifest", "object_key", "list_topics",
+                       "list_partitions")
 
 _SECRET_KEY = re.compile(
     r"(pass(word|phrase)?|secret|token|credential|sas|private[._-]?key|access[._-]?key|"
@@ -57,6 +69,18 @@ def secret_values(config: Mapping[str, str]) -> list[str]:
     found = {str(v) for k, v in config.items() if _SECRET_KEY.search(str(k)) and v
              and len(str(v)) >= 3}
     return sorted(found, key=len, reverse=True)
+
+
+class UnsupportedStorageOperationError(RemoteStorageError):
+    """The storage plugin does not offer an optional operation (not retriable).
+
+    Attributes:
+        operation: the operation asked for (one of :data:`OPTIONAL_OPERATIONS`).
+    """
+
+    def __init__(self, message: str, *, plugin: str, operation: str) -> None:
+        super().__init__(message, plugin=plugin, retriable=False)
+        self.operation = operation
 
 
 class GuardedRemoteStorage(RemoteStorageManager):
@@ -98,11 +122,6 @@ class GuardedRemoteStorage(RemoteStorageManager):
         cfg = dict(config or {})
         plugin = load_remote_storage(name_or_path, cfg)
         return cls(plugin, name_or_path, secrets=secret_values(cfg), **kwargs)
-
-    @property
-    def plugin(self) -> RemoteStorageManager:
-        """The wrapped plugin."""
-        return self._plugin
 
     @property
     def name(self) -> str:
@@ -262,6 +281,135 @@ class GuardedRemoteStorage(RemoteStorageManager):
                    topic_partition)
 
 
+    # -- optional operations -----------------------------------------------------------------
+
+    def supports(self, operation: str) -> bool:
+        """Whether the plugin offers the optional ``operation``.
+
+        Raises:
+            ValueError: ``operation`` is not one of :data:`OPTIONAL_OPERATIONS`.
+        """
+        if operation not in OPTIONAL_OPERATIONS:
+            raise ValueError(f"unknown optional storage operation {operation!r}; known: "
+                             f"{', '.join(OPTIONAL_OPERATIONS)}")
+        return callable(getattr(self._plugin, operation, None))
+
+    def _optional(self, operation: str) -> Callable[..., Any]:
+        if not self.supports(operation):
+            raise UnsupportedStorageOperationError(
+                f"storage plugin {self._name!r} does not support {operation} (it is not built "
+                "on the object-store level)", plugin=self._name, operation=operation)
+        fn: Callable[..., Any] = getattr(self._plugin, operation)
+        return fn
+
+    def collect_orphans(self, min_age_ms: int, topic_partition: TopicPartition | None = None,
+                        *, now_ms: int | None = None, dry_run: bool = False) -> list[str]:
+        """Delete the garbage of the remote tier at least ``min_age_ms`` old (of one partition,
+        or everything) and return its keys, sorted; ``dry_run`` only lists it. Under the
+        plugin's lock, with its errors translated and redacted like every call.
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot collect orphans.
+            RemoteStorageError: the collection failed (repeat it).
+        """
+        op = "collect_orphans"
+        if isinstance(min_age_ms, bool) or not isinstance(min_age_ms, int) or min_age_ms < 0:
+            raise RemoteStorageError(f"min_age_ms must be an int >= 0, got {min_age_ms!r}")
+        if topic_partition is not None and not isinstance(topic_partition, TopicPartition):
+            raise RemoteStorageError(f"expected TopicPartition, got {topic_partition!r}")
+        fn = self._optional(op)
+        result = self._call(op, None, lambda: fn(min_age_ms, topic_partition, now_ms=now_ms,
+                                                 dry_run=dry_run))
+        return self._strings(op, result)
+
+    def read_manifest(self, metadata: RemoteLogSegmentMetadata) -> Any:
+        """The manifest of a segment (a :class:`kafka_tiers.objectstore.SegmentManifest`).
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin keeps no manifests.
+            RemoteResourceNotFoundError: the segment has no manifest.
+            RemoteStorageError: reading or parsing it failed.
+        """
+        from kafka_tiers.objectstore.manifest import SegmentManifest
+
+        md = self._check_metadata(metadata)
+        fn = self._optional("read_manifest")
+        result = self._call("read_manifest", md.segment_id, fn, md)
+        if not isinstance(result, SegmentManifest):
+            raise self._invalid("read_manifest", f"returned {type(result).__name__}, not a "
+                                "SegmentManifest", md.segment_id)
+        return result
+
+    def object_key(self, metadata: RemoteLogSegmentMetadata, kind: str = "log") -> str:
+        """The key of one object of a segment; ``kind`` is an object kind's value (``log``,
+        ``index``, ``timeindex``, ``snapshot``, ``txnindex``, ``leader-epoch-checkpoint``,
+        ``manifest``).
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin has no object keys.
+            RemoteStorageError: an unknown kind, or the topic cannot be stored.
+        """
+        from kafka_tiers.objectstore.keys import ObjectKind
+
+        md = self._check_metadata(metadata)
+        fn = self._optional("object_key")
+        try:
+            object_kind = ObjectKind(kind)
+        except ValueError:
+            raise RemoteStorageError(f"unknown object kind {kind!r}") from None
+        result = self._call("object_key", md.segment_id, fn, md, object_kind)
+        if not isinstance(result, str):
+            raise self._invalid("object_key", f"returned {type(result).__name__}, not a str",
+                                md.segment_id)
+        return result
+
+    def list_topics(self) -> list[str]:
+        """Every topic with data in the remote tier, sorted.
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot list its topics.
+            RemoteStorageError: the listing failed.
+        """
+        return self._strings("list_topics",
+                             self._call("list_topics", None, self._optional("list_topics")))
+
+    def list_partitions(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` with segments in the remote tier, sorted.
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot list partitions.
+            RemoteStorageError: the listing failed.
+        """
+        op = "list_partitions"
+        if not isinstance(topic, str):
+            raise RemoteStorageError(f"expected a topic name, got {topic!r}")
+        result = self._call(op, None, self._optional(op), topic)
+        try:
+            items = list(result)
+        except TypeError:
+            raise self._invalid(op, f"returned {type(result).__name__}, not a list") from None
+        if not all(isinstance(p, int) and not isinstance(p, bool) for p in items):
+            raise self._invalid(op, "listed something other than partition numbers")
+        return sorted(items)
+
+    def _strings(self, op: str, result: Any) -> list[str]:
+        try:
+            items = list(result)
+        except TypeError:
+            raise self._invalid(op, f"returned {type(result).__name__}, not a list") from None
+        if not all(isinstance(i, str) for i in items):
+            raise self._invalid(op, "returned something other than strings")
+        return sorted(items)
+
+
+def guard(storage: RemoteStorageManager, name: str | None = None) -> GuardedRemoteStorage:
+    """``storage`` itself when it is already behind the guard, else a new guard around it
+    (named ``name``, default its class name) without secrets to hide."""
+    if isinstance(storage, GuardedRemoteStorage):
+        return storage
+    return GuardedRemoteStorage(storage, name or type(storage).__name__)
+
+
 class _GuardedStream(io.RawIOBase):
     """A plugin's stream whose read errors become kafka-tiers errors."""
 
@@ -305,6 +453,9 @@ class _GuardedStream(io.RawIOBase):
 
 __all__ = [
     "DEFAULT_CUSTOM_METADATA_MAX_BYTES",
+    "OPTIONAL_OPERATIONS",
     "GuardedRemoteStorage",
+    "UnsupportedStorageOperationError",
+    "guard",
     "secret_values",
 ]

@@ -1,8 +1,10 @@
 """The ``local`` storage plugin: a directory tree as the remote tier.
 
 The embedded default of the quick start and the tests, and a real remote tier on a shared
-file system (NFS). Built on the object-store level like every object-store backend; see
-:mod:`kafka_tiers.api.objectstore` for the key layout and commit protocol.
+file system (NFS). Registered like every object-store backend: only its
+:class:`LocalObjectStore` (entry point ``local`` in ``kafka_tiers.object_store``); the core
+builds the storage manager around it (:mod:`kafka_tiers.objectstore` holds the key layout and
+commit protocol).
 
 Config keys (under ``rsm.config.`` in ``server.properties``):
     ``dir`` (required): the root directory; created when missing.
@@ -33,13 +35,12 @@ from kafka_tiers.api import (
     ConfigError,
     ObjectInfo,
     ObjectStore,
-    ObjectStoreRemoteStorageManager,
     RemoteResourceNotFoundError,
     RemoteStorageError,
     StorageCapability,
-    TopicPartition,
+    validate_key,
 )
-from kafka_tiers.api.objectstore import validate_key
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 
 #: The directory (under the root) holding files being written; never listed.
 TMP_DIR = ".kt-tmp"
@@ -140,6 +141,21 @@ class LocalObjectStore(ObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = 1000
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({StorageCapability.CONCURRENT_ACCESS})
+    SUPPORTED_SPI: ClassVar[str] = ">=2.0,<3"
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str]) -> LocalObjectStore:
+        """The store of the config key ``dir`` (required).
+
+        Raises:
+            ConfigError: ``dir`` is missing, or cannot be created.
+        """
+        root = (config.get("dir") or "").strip()
+        if not root:
+            raise ConfigError("dir is required: the directory that holds the remote tier",
+                              key="dir", expected="a directory path")
+        return cls(root)
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         path = Path(root)
@@ -277,44 +293,31 @@ class LocalObjectStore(ObjectStore):
     def collect_temp_files(self, min_age_ms: int) -> list[str]:
         """Delete temporary files older than ``min_age_ms`` left by a crash mid-write;
         returns their names."""
-        cutoff = time.time() - min_age_ms / 1000
+        return self.collect_garbage("", int(time.time() * 1000) - min_age_ms)
+
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        """Delete the temporary files (under ``<dir>/.kt-tmp``) last written before
+        ``older_than_ms`` (epoch ms), left by a crash mid-write; returns their names, sorted.
+        Temporary files are not named after keys, so every collection (whatever ``prefix``)
+        looks at all of them: one older than the collection's age belongs to no write in
+        progress."""
+        cutoff = older_than_ms / 1000
         removed = []
         for entry in (self.root / TMP_DIR).iterdir():
             try:
                 if entry.stat().st_mtime <= cutoff:
-                    entry.unlink()
+                    if not dry_run:
+                        entry.unlink()
                     removed.append(entry.name)
             except FileNotFoundError:
                 continue
         return sorted(removed)
 
 
-class LocalRemoteStorageManager(ObjectStoreRemoteStorageManager):
-    """The ``local`` storage plugin: the remote tier is the directory ``dir``.
-
-    Config keys: ``dir`` (required), ``key.prefix`` (optional).
-    """
-
-    CAPABILITIES: ClassVar[frozenset[str]] = ObjectStoreRemoteStorageManager.CAPABILITIES | {
-        StorageCapability.CONCURRENT_ACCESS}
-
-    def create_object_store(self, config: Mapping[str, str]) -> LocalObjectStore:
-        root = (config.get("dir") or "").strip()
-        if not root:
-            raise ConfigError("dir is required: the directory that holds the remote tier",
-                              key="dir", expected="a directory path")
-        return LocalObjectStore(root)
-
-    def collect_orphans(self, min_age_ms: int, topic_partition: TopicPartition | None = None,
-                        *, now_ms: int | None = None, dry_run: bool = False) -> list[str]:
-        """As :meth:`ObjectStoreRemoteStorageManager.collect_orphans`; a whole-tree collection
-        (no ``topic_partition``) also removes temporary files left by a crash mid-write."""
-        removed = super().collect_orphans(min_age_ms, topic_partition, now_ms=now_ms,
-                                          dry_run=dry_run)
-        store = self.object_store
-        if topic_partition is None and not dry_run and isinstance(store, LocalObjectStore):
-            store.collect_temp_files(min_age_ms)
-        return removed
+#: The storage manager the core builds around :class:`LocalObjectStore` (what
+#: ``remote.storage.manager.class=local`` loads).
+LocalRemoteStorageManager = ObjectStoreRemoteStorageManager.for_store(LocalObjectStore)
 
 
 __all__ = ["TMP_DIR", "LocalObjectStore", "LocalRemoteStorageManager"]

@@ -64,6 +64,7 @@ from kafka_tiers.log.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 from kafka_tiers.log.segment import SegmentInfo
 from kafka_tiers.plugins.hooks import Hooks
 from kafka_tiers.remote.config import TopicTiering
+from kafka_tiers.remote.guarded import guard
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.metrics import RemoteStorageMetrics
 from kafka_tiers.remote.reader import RemoteReaderPool
@@ -636,12 +637,11 @@ class RemoteLogManager:
 
     def _collect(self, storage: RemoteStorageManager, min_age_ms: int,
                  tp: TopicPartition | None, *, raise_errors: bool = False) -> list[str]:
-        plugin = getattr(storage, "plugin", storage)
-        collect = getattr(plugin, "collect_orphans", None)
-        if not callable(collect):
+        guarded = guard(storage)
+        if not guarded.supports("collect_orphans"):
             return []
         try:
-            removed = list(collect(min_age_ms, tp))
+            removed = guarded.collect_orphans(min_age_ms, tp)
         except Exception as exc:
             if raise_errors:
                 if isinstance(exc, RemoteStorageError):

@@ -274,13 +274,14 @@ def _check_time_index(raw: bytes, start: int, end: int, max_ts: int, fault: Any)
 
 def _check_manifest(storage: RemoteStorageManager, md: Any, data: bytes,
                     indexes: Mapping[IndexType, bytes], fault: Any) -> None:
-    from kafka_tiers.api.objectstore import ObjectKind, ObjectStoreRemoteStorageManager
+    from kafka_tiers.objectstore.keys import ObjectKind
+    from kafka_tiers.remote.guarded import guard
 
-    plugin = getattr(storage, "plugin", storage)
-    if not isinstance(plugin, ObjectStoreRemoteStorageManager):
+    guarded = guard(storage)
+    if not guarded.supports("read_manifest"):
         return
     try:
-        manifest = plugin.read_manifest(md)
+        manifest = guarded.read_manifest(md)
     except RemoteStorageError as exc:
         fault("manifest", f"the manifest cannot be read: {exc}", obj=None)
         return
@@ -347,22 +348,12 @@ def discover_topics(storage: RemoteStorageManager) -> list[str]:
     Raises:
         ValueError: the plugin is not on the object-store level (name the topics).
     """
-    from kafka_tiers.api.objectstore import ObjectStoreRemoteStorageManager, parse_segment_key
+    from kafka_tiers.remote.guarded import guard
 
-    plugin = getattr(storage, "plugin", storage)
-    if not isinstance(plugin, ObjectStoreRemoteStorageManager):
+    guarded = guard(storage)
+    if not guarded.supports("list_topics"):
         raise ValueError("this storage plugin cannot list its topics: name them with --topics")
-    prefix = f"{plugin.key_prefix}/" if plugin.key_prefix else ""
-    topics = set()
-    for info in plugin.object_store.list(prefix):
-        parsed = parse_segment_key(info.key)
-        if parsed is None:
-            continue
-        directory = parsed.partition_dir[len(prefix):].rstrip("/")
-        topic, _, number = directory.rpartition("-")
-        if topic and number.isdigit() and "/" not in topic:
-            topics.add(topic)
-    return sorted(topics)
+    return guarded.list_topics()
 
 
 def _task(args: tuple[str, dict[str, str], tuple]) -> SegmentAudit:

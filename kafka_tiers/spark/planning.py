@@ -22,7 +22,6 @@ Nothing here imports pyspark.
 from __future__ import annotations
 
 import json
-import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +47,6 @@ DEFAULT_MAX_RECORDS_PER_BATCH = 65536
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
-_PARTITION_DIR = re.compile(r"(?P<partition>\d+)/")
 
 SOURCES = ("remote", "local", "both")
 MODES = ("FAILFAST", "PERMISSIVE")
@@ -179,7 +177,7 @@ class ReadOptions:
             raise ConfigError(f"option source must be remote, local or both, got {source!r}",
                               key="source")
         storage = opts.get("storage")
-        if source != "local" and not storage:
+        if source != "local" and not storage and not opts.get("rsm.config.file"):
             raise ConfigError("option storage is required (a storage plugin's entry-point "
                               "name such as local or s3, or an import path)", key="storage")
         log_dirs = tuple(d.strip() for d in str(opts.get("logdirs", "")).split(",")
@@ -350,17 +348,12 @@ class SegmentInfo:
 def remote_object_name(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata) -> str:
     """The key of a remote segment's log object when the plugin is built on the object-store
     level, else ``<topic>-<partition>/<segment id> (start offset N)``."""
-    from kafka_tiers.api.objectstore import (
-        ObjectKind,
-        ObjectStoreRemoteStorageManager,
-        segment_key,
-    )
+    from kafka_tiers.remote.guarded import guard
 
-    plugin = getattr(storage, "plugin", storage)
-    if isinstance(plugin, ObjectStoreRemoteStorageManager):
+    guarded = guard(storage)
+    if guarded.supports("object_key"):
         try:
-            return segment_key(plugin.key_prefix, md.remote_log_segment_id, md.start_offset,
-                               ObjectKind.LOG)
+            return guarded.object_key(md, "log")
         except Exception:  # an unusual topic name: fall back to the id
             pass
     return f"{md.remote_log_segment_id} (start offset {md.start_offset})"
@@ -374,17 +367,11 @@ def remote_partitions(storage: RemoteStorageManager, topic: str, *, probe_limit:
     0, 1, 2, ... are probed with ``list_remote_segments`` until one has no segment (so name
     the partitions with the ``partitions`` option when a topic has holes).
     """
-    from kafka_tiers.api.objectstore import ObjectStoreRemoteStorageManager, partition_prefix
+    from kafka_tiers.remote.guarded import guard
 
-    plugin = getattr(storage, "plugin", storage)
-    if isinstance(plugin, ObjectStoreRemoteStorageManager):
-        head = partition_prefix(plugin.key_prefix, TopicPartition(topic, 0))[:-len("0/")]
-        found: set[int] = set()
-        for info in plugin.object_store.list(head):
-            match = _PARTITION_DIR.match(info.key[len(head):])
-            if match and info.key.endswith(".manifest"):
-                found.add(int(match["partition"]))
-        return sorted(found)
+    guarded = guard(storage)
+    if guarded.supports("list_partitions"):
+        return guarded.list_partitions(topic)
     out = []
     for p in range(probe_limit):
         if not storage.list_remote_segments(TopicPartition(topic, p)):

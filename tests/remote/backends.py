@@ -16,7 +16,6 @@ from kafka_tiers.api import (
     LogSegmentData,
     MultipartObjectStore,
     ObjectInfo,
-    ObjectStoreRemoteStorageManager,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteResourceNotFoundError,
@@ -25,10 +24,11 @@ from kafka_tiers.api import (
     StorageCapability,
     TopicPartition,
 )
-from kafka_tiers.api.objectstore import (
+from kafka_tiers.objectstore import (
     INDEX_KINDS,
     ManifestObject,
     ObjectKind,
+    ObjectStoreRemoteStorageManager,
     SegmentManifest,
     next_commit_sequence,
 )

@@ -23,7 +23,8 @@ from kafka_tiers.api import (
     RemoteStorageError,
     TopicPartition,
 )
-from kafka_tiers.api.objectstore import (
+from kafka_tiers.conformance.storage.harness import TrackingObjectStore
+from kafka_tiers.objectstore import (
     MANIFEST_FORMAT_VERSION,
     ManifestObject,
     ObjectKind,
@@ -35,7 +36,6 @@ from kafka_tiers.api.objectstore import (
     segment_key,
     validate_key,
 )
-from kafka_tiers.conformance.storage.harness import TrackingObjectStore
 from kafka_tiers.remote.local import LocalRemoteStorageManager
 from tests.remote.backends import MemoryMultipartStore
 

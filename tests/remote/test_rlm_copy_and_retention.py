@@ -11,8 +11,8 @@ import shutil
 import time
 
 from kafka_tiers.api import TopicPartition
-from kafka_tiers.api.objectstore import ObjectKind, segment_key
 from kafka_tiers.api.storage import RemoteLogSegmentId
+from kafka_tiers.objectstore import ObjectKind, segment_key
 from tests.broker.helpers import (  # the fixtures are used by name
     make_broker,
     produce,

@@ -25,10 +25,11 @@ from typing import Any
 
 import pytest
 
-from kafka_tiers.api import ObjectStoreRemoteStorageManager, RemoteStorageManager
+from kafka_tiers.api import RemoteStorageManager
 from kafka_tiers.conformance.storage import harness
 from kafka_tiers.conformance.storage.harness import SegmentBuilder, StorageTarget
 from kafka_tiers.conformance.storage.requirements import StorageRequirements
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 
 _TARGETS: dict[tuple[Any, ...], StorageTarget | str] = {}
 

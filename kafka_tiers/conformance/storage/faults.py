@@ -7,11 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from kafka_tiers.api import (
-    ObjectStoreRemoteStorageManager,
     RemoteStorageError,
     RemoteStorageManager,
 )
-from kafka_tiers.api.objectstore import partition_prefix
 from kafka_tiers.conformance.storage.base import StorageSuiteBase
 from kafka_tiers.conformance.storage.copy_fetch import check_contents, copy
 from kafka_tiers.conformance.storage.harness import (
@@ -24,6 +22,7 @@ from kafka_tiers.conformance.storage.harness import (
     storage_test,
 )
 from kafka_tiers.conformance.storage.not_found import check_absent
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager, partition_prefix
 
 RULE = "failed-copy-invisible"
 

@@ -22,7 +22,6 @@ from kafka_tiers.api import (
     LogSegmentData,
     ObjectInfo,
     ObjectStore,
-    ObjectStoreRemoteStorageManager,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteStorageError,
@@ -147,17 +146,22 @@ class StorageTarget:
     _cleanup: list[Path] = field(default_factory=list, repr=False)
 
     @classmethod
-    def from_class(cls, plugin_class: type[RemoteStorageManager],
+    def from_class(cls, plugin_class: type[RemoteStorageManager] | type[ObjectStore],
                    config: Mapping[str, str] | None = None,
                    label: str | None = None) -> StorageTarget:
-        """A target for a class (the fsspec-style fixture of a third party's tests)."""
+        """A target for a class (the fsspec-style fixture of a third party's tests): a
+        ``RemoteStorageManager``, or an ``ObjectStore`` (tested inside the storage manager the
+        core builds around it)."""
         path = f"{plugin_class.__module__}:{plugin_class.__qualname__}"
         return cls(plugin_class, dict(config or {}), label or path, path)
 
     @classmethod
     def from_plugin(cls, name_or_path: str, config: Mapping[str, str] | None = None
                     ) -> StorageTarget:
-        """A target for an installed plugin (entry-point name) or an import path.
+        """A target for an installed plugin (entry-point name in ``kafka_tiers.remote_storage``
+        or ``kafka_tiers.object_store``) or an import path of either kind.
+        if issubclass(plugin_class, ObjectStore):
+            plugin_class = ObjectStoreRemoteStorageManager.for_store(plugin_class)
 
         Raises:
             PluginError: unknown, broken or incompatible plugin.
@@ -179,12 +183,12 @@ class StorageTarget:
         config = dict(self.config)
         made: list[Path] = []
         for key, value in config.items():
-            if "{tmp}" in value:
+            if isinstance(value, str) and "{tmp}" in value:
                 tmp = Path(tempfile.mkdtemp(prefix="kt-storage-"))
                 made.append(tmp)
                 config[key] = value.replace("{tmp}", str(tmp))
         if self.object_store_level:
-            base = config.get("key.prefix", "").strip().strip("/")
+            base = str(config.get("key.prefix", "")).strip().strip("/")
             run = f"kt-conformance-{uuid.uuid4().hex[:12]}"
             config["key.prefix"] = f"{base}/{run}" if base else run
         return replace(self, config=config, _cleanup=made)
@@ -347,6 +351,10 @@ class _DelegatingStore(ObjectStore):
 
 class _FailingReader(io.RawIOBase):
     def __init__(self, inner: BinaryIO, budget: int, on_fail: Callable[[], None]) -> None:
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
+
         self._inner = inner
         self._budget = budget
         self._on_fail = on_fail

@@ -7,11 +7,9 @@ from collections.abc import Callable
 
 from kafka_tiers.api import (
     MultipartObjectStore,
-    ObjectStoreRemoteStorageManager,
     RemoteStorageError,
     RemoteStorageManager,
 )
-from kafka_tiers.api.objectstore import partition_prefix
 from kafka_tiers.conformance.storage.base import StorageSuiteBase
 from kafka_tiers.conformance.storage.copy_fetch import copy
 from kafka_tiers.conformance.storage.faults import check_not_listed, faulty
@@ -25,6 +23,7 @@ from kafka_tiers.conformance.storage.harness import (
     storage_test,
 )
 from kafka_tiers.conformance.storage.not_found import check_absent
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager, partition_prefix
 
 
 def _digest(data: bytes) -> str:

@@ -10,7 +10,6 @@ import pytest
 from kafka_tiers.api import (
     IndexType,
     InvalidRangeError,
-    ObjectStoreRemoteStorageManager,
     RemoteResourceNotFoundError,
     RemoteStorageManager,
 )
@@ -26,6 +25,7 @@ from kafka_tiers.conformance.storage.harness import (
     read_all,
     storage_test,
 )
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 
 RULE = "streams-closed"
 

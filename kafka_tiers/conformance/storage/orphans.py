@@ -5,11 +5,9 @@ from __future__ import annotations
 import io
 
 from kafka_tiers.api import (
-    ObjectStoreRemoteStorageManager,
     RemoteLogSegmentId,
     RemoteStorageManager,
 )
-from kafka_tiers.api.objectstore import ObjectKind, partition_prefix, segment_key
 from kafka_tiers.conformance.storage.base import StorageSuiteBase
 from kafka_tiers.conformance.storage.copy_fetch import check_contents, copy
 from kafka_tiers.conformance.storage.harness import (
@@ -19,6 +17,12 @@ from kafka_tiers.conformance.storage.harness import (
     storage_test,
 )
 from kafka_tiers.conformance.storage.not_found import check_absent
+from kafka_tiers.objectstore import (
+    ObjectKind,
+    ObjectStoreRemoteStorageManager,
+    partition_prefix,
+    segment_key,
+)
 
 RULE = "orphans-collected"
 HOUR_MS = 3_600_000

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_tiers.api import ObjectStoreRemoteStorageManager, StorageCapability
+from kafka_tiers.api import StorageCapability
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""example-sqlite: a kafka-tiers remote storage backend keeping objects in one SQLite file."""
+"""example-sqlite: a kafka-tiers object store keeping objects in one SQLite file."""
 
-from kt_example_sqlite.store import SqliteObjectStore, SqliteRemoteStorageManager
+from kt_example_sqlite.store import SqliteObjectStore
 
-__all__ = ["SqliteObjectStore", "SqliteRemoteStorageManager"]
+__all__ = ["SqliteObjectStore"]

@@ -1,8 +1,9 @@
-"""A remote tier in one SQLite database, built on kafka-tiers' object-store level.
+"""A remote tier in one SQLite database: an object store for kafka-tiers.
 
-Only the four object operations (and the multi-part ones) are written here; the key layout,
-the manifest-last commit protocol, listing, retries, cleanup and garbage collection are
-inherited from :class:`kafka_tiers.api.ObjectStoreRemoteStorageManager`.
+Only the object operations (and the multi-part ones) are written here, and the store is all
+that is registered (entry point ``example-sqlite`` in ``kafka_tiers.object_store``); kafka-tiers
+builds the storage manager around it: the key layout, the manifest-last commit protocol,
+listing, retries, cleanup and garbage collection.
 
 Config keys (under ``rsm.config.``):
     ``path`` (required): the database file; created when missing.
@@ -25,7 +26,6 @@ from kafka_tiers.api import (
     ConfigError,
     MultipartObjectStore,
     ObjectInfo,
-    ObjectStoreRemoteStorageManager,
     RemoteResourceNotFoundError,
     RemoteStorageError,
     RetriableRemoteStorageError,
@@ -56,6 +56,33 @@ class SqliteObjectStore(MultipartObjectStore):
     """
 
     max_delete_batch: ClassVar[int] = 500
+    SUPPORTED_SPI: ClassVar[str] = ">=2.0,<3"
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({
+        StorageCapability.MULTIPART_UPLOAD, StorageCapability.CONCURRENT_ACCESS})
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str]) -> SqliteObjectStore:
+        """The store of the keys ``path`` (required) and ``part.size``.
+
+        Raises:
+            ConfigError: ``path`` missing or not openable, ``part.size`` not an int >= 1.
+        """
+        path = (config.get("path") or "").strip()
+        if not path:
+            raise ConfigError("path is required: the SQLite file holding the remote tier",
+                              key="path", expected="a file path")
+        raw = config.get("part.size", "1048576")
+        try:
+            part_size = int(raw)
+            if part_size < 1:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(f"invalid value {raw!r} for part.size: expected an integer >= 1",
+                              key="part.size", value=raw, expected="an integer >= 1") from None
+        try:
+            return cls(path, part_size)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open {path}: {exc}", key="path", value=path) from None
 
     def __init__(self, path: str, part_size: int) -> None:
         self.path = path
@@ -156,30 +183,4 @@ class SqliteObjectStore(MultipartObjectStore):
             conn.close()
 
 
-class SqliteRemoteStorageManager(ObjectStoreRemoteStorageManager):
-    """The ``example-sqlite`` storage plugin."""
-
-    SUPPORTED_SPI = ">=1.0,<2"
-    CAPABILITIES = ObjectStoreRemoteStorageManager.CAPABILITIES | {
-        StorageCapability.MULTIPART_UPLOAD, StorageCapability.CONCURRENT_ACCESS}
-
-    def create_object_store(self, config: Mapping[str, str]) -> SqliteObjectStore:
-        path = (config.get("path") or "").strip()
-        if not path:
-            raise ConfigError("path is required: the SQLite file holding the remote tier",
-                              key="path", expected="a file path")
-        raw = config.get("part.size", "1048576")
-        try:
-            part_size = int(raw)
-            if part_size < 1:
-                raise ValueError
-        except ValueError:
-            raise ConfigError(f"invalid value {raw!r} for part.size: expected an integer >= 1",
-                              key="part.size", value=raw, expected="an integer >= 1") from None
-        try:
-            return SqliteObjectStore(path, part_size)
-        except sqlite3.Error as exc:
-            raise ConfigError(f"cannot open {path}: {exc}", key="path", value=path) from None
-
-
-__all__ = ["SqliteObjectStore", "SqliteRemoteStorageManager"]
+__all__ = ["SqliteObjectStore"]

@@ -1,0 +1,63 @@
+"""The object-store tier of the core: the storage manager the core builds around a plugin's
+:class:`~kafka_tiers.api.ObjectStore`.
+
+One concept per module:
+
+- :mod:`.keys`: the key layout (``<prefix>/<topic>-<partition>/<offset>-<id>.<kind>``);
+- :mod:`.manifest`: the manifest format (the commit record of a segment) and its checksums;
+- :mod:`.multipart`: the concurrent multipart-upload engine of a
+  :class:`~kafka_tiers.api.MultipartObjectStore`;
+- :mod:`.streams`: the hashing reader of a copy and the managed stream of a fetch;
+- :mod:`.manager`: :class:`ObjectStoreRemoteStorageManager`, the whole storage contract
+  (commit protocol, listing, orphan collection) on top of a store.
+
+None of this is API: it may change between releases without an SPI change (a manifest
+change keeps reading the formats written before).
+"""
+
+from kafka_tiers.objectstore.keys import (
+    INDEX_KINDS,
+    ObjectKind,
+    ParsedKey,
+    normalize_prefix,
+    parse_segment_key,
+    partition_prefix,
+    segment_key,
+    validate_key,
+)
+from kafka_tiers.objectstore.manager import ObjectStoreRemoteStorageManager
+from kafka_tiers.objectstore.manifest import (
+    CHECKSUM_ALGORITHMS,
+    CRC32C,
+    MANIFEST_FORMAT_VERSION,
+    SHA256,
+    ChecksumHasher,
+    ManifestObject,
+    SegmentManifest,
+    new_hasher,
+    next_commit_sequence,
+)
+from kafka_tiers.objectstore.multipart import multipart_put, read_exact
+
+__all__ = [
+    "CHECKSUM_ALGORITHMS",
+    "CRC32C",
+    "INDEX_KINDS",
+    "MANIFEST_FORMAT_VERSION",
+    "SHA256",
+    "ChecksumHasher",
+    "ManifestObject",
+    "ObjectKind",
+    "ObjectStoreRemoteStorageManager",
+    "ParsedKey",
+    "SegmentManifest",
+    "multipart_put",
+    "new_hasher",
+    "next_commit_sequence",
+    "normalize_prefix",
+    "parse_segment_key",
+    "partition_prefix",
+    "read_exact",
+    "segment_key",
+    "validate_key",
+]
