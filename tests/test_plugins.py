@@ -26,7 +26,7 @@ class FirstBrokers(ReplicaPlacer):
         return [ids[:spec.replication_factor] for _ in range(spec.num_partitions)]
 
 class OldSpi(FirstBrokers):
-    SUPPORTED_SPI = ">=2.0,<3"
+    SUPPORTED_SPI = ">=3.0,<4"
 
 class Abstract(ReplicaPlacer):
     pass
@@ -81,7 +81,7 @@ def test_unknown_name_lists_installed(fake_plugins: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "fragment", "cause"),
     [
-        ("acme-old", "supports SPI >=2.0,<3, but this kafka-tiers provides SPI 1.0.0",
+        ("acme-old", "supports SPI >=3.0,<4, but this kafka-tiers provides SPI 2.0.0",
          "incompatible SPI version"),
         ("acme-abstract", "does not implement place", "abstract methods left"),
         ("acme-notaplacer", "not a subclass of kafka_tiers.api.ReplicaPlacer",

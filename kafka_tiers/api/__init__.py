@@ -45,8 +45,8 @@ from kafka_tiers.api.storage import (
     RemoteLogSegmentState,
     RemoteStorageManager,
     StorageCapability,
-)
     check_range,
+)
 
 SPI_VERSION = "2.0.0"
 
@@ -82,8 +82,8 @@ __all__ = [
     "RetriableRemoteStorageError",
     "StorageCapability",
     "TopicPartition",
-    "hookimpl",
-]
     "check_range",
     "default_translate",
+    "hookimpl",
     "validate_key",
+]

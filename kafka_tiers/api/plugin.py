@@ -17,10 +17,16 @@ class Plugin(ABC):  # noqa: B024
     other method, and :meth:`close` exactly once when done (also after a failed ``configure``).
 
     Class attributes:
-        SUPPORTED_SPI: a PEP 440 version specifier (``">=1.0,<2"``) naming the
+        SUPPORTED_SPI: a PEP 440 version specifier (``">=2.0,<3"``) naming the
             :data:`kafka_tiers.api.SPI_VERSION` range the plugin was written for. ``None`` (the
-            default) means "any 1.x". The core refuses a plugin whose range excludes its own
-            SPI version, with a message naming the plugin and both versions.
+            default) means "any x.y of the current major". The core refuses a plugin whose
+            range excludes its own SPI version, with a message naming the plugin and both
+            versions.
+        SECRET_KEYS: the configuration keys whose values are credentials (passwords, keys,
+            tokens). The core hands their values to :meth:`configure` as
+            :class:`~kafka_tiers.api.Secret` (``str`` for every other key), hides them from
+            every log record and from the messages of the plugin's errors, and never shows
+            them; the plugin calls ``reveal()`` only where it hands one to its client.
     """
 
     SUPPORTED_SPI: ClassVar[str | None] = None

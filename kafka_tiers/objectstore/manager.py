@@ -80,6 +80,10 @@ from kafka_tiers.objectstore.streams import COPY_CHUNK, HashingReader, LocalRead
 
 log = logging.getLogger(__name__)
 
+#: (manager base, store class) -> the manager class made by ``for_store``
+_MANAGER_CLASSES: dict[tuple[type, type], Any] = {}
+_MANAGER_CLASSES_LOCK = threading.Lock()
+
 
 @dataclass(frozen=True, slots=True)
 class _Source:
@@ -123,12 +127,22 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         """The manager class of ``store_class``: it builds the store with
         ``store_class.from_config(config)``, declares this level's capabilities plus the
         store's :attr:`ObjectStore.CAPABILITIES`, and carries the store's ``SUPPORTED_SPI``.
+        The same store class always gives the same manager class.
 
         Raises:
             TypeError: ``store_class`` is not an :class:`ObjectStore` class.
         """
         if not (isinstance(store_class, type) and issubclass(store_class, ObjectStore)):
             raise TypeError(f"not an ObjectStore class: {store_class!r}")
+        with _MANAGER_CLASSES_LOCK:
+            made = _MANAGER_CLASSES.get((cls, store_class))
+            if made is None:
+                made = _MANAGER_CLASSES[(cls, store_class)] = cls._manager_class(store_class)
+            return made
+
+    @classmethod
+    def _manager_class(cls, store_class: type[ObjectStore]
+                       ) -> type[ObjectStoreRemoteStorageManager]:
         attrs: dict[str, Any] = {
             "store_class": store_class,
             "CAPABILITIES": cls.CAPABILITIES | frozenset(store_class.CAPABILITIES),

@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 
 PLACER_GROUP = "kafka_tiers.replica_placer"
 STORAGE_GROUP = "kafka_tiers.remote_storage"
-HOOK_GROUP = "kafka_tiers"
 OBJECT_STORE_GROUP = "kafka_tiers.object_store"
+HOOK_GROUP = "kafka_tiers"
 
 #: group -> what its plugins are called in messages
 KINDS = {PLACER_GROUP: "replica placer", STORAGE_GROUP: "remote storage plugin",
@@ -111,7 +111,6 @@ def _interface_for(group: str) -> type[Any]:
     raise ValueError(f"no interface for group {group}")
 
 
-def check_spi(cls: type, label: str) -> None:
 def _storage_manager_of(obj: Any) -> Any:
     """An ObjectStore class becomes the storage manager class the core builds around it;
     anything else is returned as it is."""
@@ -124,6 +123,7 @@ def _storage_manager_of(obj: Any) -> Any:
     return obj
 
 
+def check_spi(cls: type, label: str) -> None:
     """Refuse a plugin class whose ``SUPPORTED_SPI`` excludes this core's SPI version.
 
     Raises:
@@ -132,7 +132,7 @@ def _storage_manager_of(obj: Any) -> Any:
     declared = getattr(cls, "SUPPORTED_SPI", None)
     if declared is None:
         spec = SpecifierSet(f">={Version(SPI_VERSION).major},<{Version(SPI_VERSION).major + 1}")
-        declared_text = "any 1.x (undeclared)"
+        declared_text = f"any {Version(SPI_VERSION).major}.x (undeclared)"
     else:
         try:
             spec = SpecifierSet(str(declared))
@@ -154,20 +154,19 @@ def _label(kind: str, name: str, dist: str | None, version: str | None) -> str:
 def resolve_class(group: str, name_or_path: str) -> tuple[type[Plugin], str]:
     """Find the plugin class named ``name_or_path`` in ``group`` without creating it.
 
-    Returns:
     For ``kafka_tiers.remote_storage`` the result is always a ``RemoteStorageManager`` class:
     the name is looked up in ``kafka_tiers.remote_storage`` and then in
     ``kafka_tiers.object_store``, an import path may name either kind, and an object store
     class comes back as the storage manager class the core builds around it. For
     ``kafka_tiers.object_store`` the store class itself comes back.
 
+    Returns:
         The class and a label naming the plugin and its distribution, for messages.
 
     Raises:
         PluginError: unknown name (the message lists the installed names), import failure,
             not a class implementing the group's interface, or an incompatible SPI range.
     """
-    kind = KINDS[group]
     if group == STORAGE_GROUP:
         return _resolve_storage(name_or_path)
     return _resolve(group, name_or_path)
@@ -194,6 +193,7 @@ def _resolve_storage(name_or_path: str) -> tuple[type[Plugin], str]:
 
 def _resolve(group: str, name_or_path: str, also: str | None = None) -> tuple[type[Any], str]:
     """Resolve in ``group``; an import path may also name a class of group ``also``."""
+    kind = KINDS[group]
     iface = _interface_for(group)
     name = (name_or_path or "").strip()
     if not name:
@@ -273,9 +273,9 @@ def create(group: str, name_or_path: str, config: Mapping[str, str] | None = Non
         ConfigError: the plugin refused its configuration (the message names the plugin).
     """
     cls, label = resolve_class(group, name_or_path)
-    try:
     if group == OBJECT_STORE_GROUP:  # an object store is loaded as its storage manager
         cls = _storage_manager_of(cls)
+    try:
         plugin = cls()
     except Exception as exc:
         raise PluginError(f"{label} could not be created: {type(exc).__name__}: {exc}",
@@ -346,12 +346,12 @@ def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STOR
             try:
                 if group == HOOK_GROUP:
                     ep.load()
+                elif group == STORAGE_GROUP:
+                    _resolve(group, ep.name)
                 else:
                     resolve_class(group, ep.name)
             except PluginError as exc:
                 error = str(exc)
-                elif group == STORAGE_GROUP:
-                    _resolve(group, ep.name)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
             found.append(PluginInfo(group, ep.name, ep.value, dist, version, error is None,
@@ -361,11 +361,11 @@ def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STOR
 
 __all__ = [
     "HOOK_GROUP",
+    "OBJECT_STORE_GROUP",
     "PLACER_GROUP",
     "STORAGE_GROUP",
     "PluginInfo",
     "check_spi",
-    "OBJECT_STORE_GROUP",
     "create",
     "discover",
     "installed_names",

@@ -177,7 +177,7 @@ class ReadOptions:
             raise ConfigError(f"option source must be remote, local or both, got {source!r}",
                               key="source")
         storage = opts.get("storage")
-        if source != "local" and not storage and not opts.get("rsm.config.file"):
+        if source != "local" and not storage:
             raise ConfigError("option storage is required (a storage plugin's entry-point "
                               "name such as local or s3, or an import path)", key="storage")
         log_dirs = tuple(d.strip() for d in str(opts.get("logdirs", "")).split(",")

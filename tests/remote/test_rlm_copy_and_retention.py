@@ -160,10 +160,9 @@ def test_orphans_are_collected_after_the_remote_retention_time(tmp_path):
     store.fail_deletes = False
     garbage = _remote_files(tmp_path)
     assert garbage and not any(g.endswith(".manifest") for g in garbage)
-    plugin = broker.rlm.storage.plugin
-    young = segment_key(plugin.key_prefix, RemoteLogSegmentId.generate(tp), 900,
-                        ObjectKind.LOG)
-    plugin.object_store.put(young, io.BytesIO(b"fresh garbage"), 13)
+    # the plugin's own store (no key.prefix), not through the broker's guard
+    young = segment_key("", RemoteLogSegmentId.generate(tp), 900, ObjectKind.LOG)
+    store.put(young, io.BytesIO(b"fresh garbage"), 13)
     assert broker.rlm.collect_orphans(tp) == []  # younger than remote.retention.period
     old = time.time() - 3600
     for name in garbage:

@@ -28,7 +28,7 @@ from kafka_tiers.api import (
     RemoteStorageManager,
     TopicPartition,
 )
-from kafka_tiers.api.objectstore import parse_segment_key
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager, parse_segment_key
 
 # --------------------------------------------------------------------------------------------
 # Named checks
@@ -153,6 +153,8 @@ class StorageTarget:
         ``RemoteStorageManager``, or an ``ObjectStore`` (tested inside the storage manager the
         core builds around it)."""
         path = f"{plugin_class.__module__}:{plugin_class.__qualname__}"
+        if issubclass(plugin_class, ObjectStore):
+            plugin_class = ObjectStoreRemoteStorageManager.for_store(plugin_class)
         return cls(plugin_class, dict(config or {}), label or path, path)
 
     @classmethod
@@ -160,8 +162,6 @@ class StorageTarget:
                     ) -> StorageTarget:
         """A target for an installed plugin (entry-point name in ``kafka_tiers.remote_storage``
         or ``kafka_tiers.object_store``) or an import path of either kind.
-        if issubclass(plugin_class, ObjectStore):
-            plugin_class = ObjectStoreRemoteStorageManager.for_store(plugin_class)
 
         Raises:
             PluginError: unknown, broken or incompatible plugin.
@@ -345,16 +345,16 @@ class _DelegatingStore(ObjectStore):
     def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
         return self.inner.translate_error(exc, key)
 
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
+
     def close(self) -> None:
         self.inner.close()
 
 
 class _FailingReader(io.RawIOBase):
     def __init__(self, inner: BinaryIO, budget: int, on_fail: Callable[[], None]) -> None:
-    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
-        return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
-
         self._inner = inner
         self._budget = budget
         self._on_fail = on_fail

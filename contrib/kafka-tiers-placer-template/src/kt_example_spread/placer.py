@@ -49,7 +49,7 @@ class ExampleSpreadPlacer(ReplicaPlacer):
     """
 
     RACK_AWARE: ClassVar[bool] = True
-    SUPPORTED_SPI: ClassVar[str | None] = ">=1.0,<2"
+    SUPPORTED_SPI: ClassVar[str | None] = ">=1.0,<3"
 
     def __init__(self) -> None:
         self._seed = 0
