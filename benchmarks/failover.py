@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafka_tiers.api.cluster import TopicPartition  # noqa: E402
+from kafka_tiers.broker.topics import TopicConfigs  # noqa: E402
 from kafka_tiers.cluster.controller import Controller, FailoverStats  # noqa: E402
 from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore  # noqa: E402
 from kafka_tiers.cluster.metadata_store import (  # noqa: E402
@@ -134,7 +135,8 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
     client = TcpClient()
     store = make_store()
     store.start()
-    controller = Controller(0, ClusterMetadata(store), client, core)
+    controller = Controller(0, ClusterMetadata(store), client, core,
+                            topic_configs=TopicConfigs(cfg))
     try:
         for i, port in enumerate(endpoints.ports):  # each broker's session and registration
             session = make_store()

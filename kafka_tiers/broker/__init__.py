@@ -10,9 +10,9 @@
 """
 
 from kafka_tiers.broker.broker import (
+    TOPIC_CONFIG_KEYS,
     TOPICS_FILE,
     TOPICS_FORMAT_VERSION,
-    TOPIC_CONFIG_KEYS,
     WORK_DIR,
     Broker,
     BrokerError,

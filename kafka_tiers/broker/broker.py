@@ -1,17 +1,40 @@
-"""One in-process broker: a validated configuration, hooks, the log manager, the remote
-storage plugin and the remote log manager.
+"""The broker: the one composition root of kafka-tiers. One class serves a standalone broker and
+a member of a cluster.
 
-Until the cluster issue lands, a broker is the leader of all its partitions and its high
-watermark is the log end offset once a produce is flushed (no replication yet). The controller
-to come drives leadership through :meth:`Broker.become_leader` / :meth:`Broker.become_follower`.
+What is written once, here, for both
+    the validated configuration; the log manager (``on_roll`` wired: a roll fires the
+    ``segment_rolled`` hook and triggers the partition's remote copy at once instead of at the
+    next ``remote.log.manager.task.interval.ms`` tick); the remote tier (the storage plugin
+    loaded behind its guard, :class:`~kafka_tiers.remote.guarded.GuardedRemoteStorage`, with
+    retry when the tier is down at start and secrets redacted from the messages; the
+    :class:`~kafka_tiers.remote.remote_log_manager.RemoteLogManager` with the broker's
+    metrics); the hooks; topic configuration (:mod:`kafka_tiers.broker.topics`); how the
+    remote tier follows a replica's role; remote reads below the local log; the admin channel
+    with the CLI (:mod:`kafka_tiers.broker.admin_channel`); start and stop order.
 
-Topic metadata
-    Topics (name, partition count, topic-level config) are kept in
-    ``<first log dir>/kafka-tiers-topics.json``, a small versioned JSON document
-    (``{"version": 1, "topics": {"orders": {"partitions": 3, "config": {...}}}}``) replaced
-    crash-safely on every change (temporary file, fsync, rename, fsync of the directory). A
-    file of a newer ``version`` is refused at start. The cluster issue will move topic metadata
-    to a metadata store.
+Standalone (the default)
+    The broker leads all its partitions; topics are kept in
+    ``<first log dir>/kafka-tiers-topics.json`` (:class:`~kafka_tiers.broker.topics.TopicsFile`,
+    read as today's releases wrote it); :meth:`Broker.become_leader` /
+    :meth:`Broker.become_follower` change a partition's role by hand; a produce is flushed
+    and the high watermark moves to the log end offset.
+Cluster member (``cluster=True``: ``kafka-tiers broker start``, ``cluster start``,
+    :class:`~kafka_tiers.cluster.local_cluster.LocalCluster`)
+    The broker adds a :class:`~kafka_tiers.cluster.member.ClusterMember`: the metadata-store
+    session and registration, the transport endpoint, the replica manager and the controller
+    role. Topics live in the metadata store; the controller decides roles, validating new
+    topics with this broker's topic configuration; the replica manager tells the broker every
+    role change (:class:`~kafka_tiers.cluster.replica_manager.ReplicaRole`), which the remote
+    tier follows. Produce goes through the replica manager (``acks=all``).
+
+Why a standalone broker is not a one-broker cluster on the embedded store
+    (the other design the redesign allowed). The standalone broker's data path goes through
+    the log manager, which follows a replica across a JBOD move's swap, while the replica
+    manager holds a partition's ``Log`` object; its ``background=False`` mode runs no thread
+    at all, which the storage conformance suite, the Spark tests and the benchmarks rely on
+    for exact, repeatable tiering; and its topics file keeps being read as it is, with no
+    migration step that a crash could interrupt. So both modes share everything above and
+    differ only in who owns topics and roles.
 
 Tiered topics
     A topic with ``remote.storage.enable=true`` (on a broker with
@@ -30,7 +53,6 @@ Remote storage down at start
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -50,36 +72,34 @@ from kafka_tiers.api import (
     TopicPartition,
 )
 from kafka_tiers.broker.admin_channel import AdminChannel
+from kafka_tiers.broker.topics import (
+    TOPIC_CONFIG_KEYS,
+    TOPICS_FILE,
+    TOPICS_FORMAT_VERSION,
+    TopicConfigs,
+    TopicInfo,
+    TopicsFile,
+)
+from kafka_tiers.cluster.member import ClusterMember
+from kafka_tiers.cluster.replica_manager import ReplicaRole
+from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.log.checkpoints import write_atomic
-from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
-from kafka_tiers.log.errors import LogClosedError, LogDirError, OffsetOutOfRangeError
+from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.names import validate_topic
 from kafka_tiers.log.records import ProducerRecord, Record, RecordBatch, build_batch
 from kafka_tiers.log.segment import SegmentInfo
 from kafka_tiers.plugins.hooks import Hooks
-from kafka_tiers.remote.config import (
-    TOPIC_KEYS,
-    TopicTiering,
-    resolve_topic_tiering,
-    validate_broker,
-)
+from kafka_tiers.remote.config import TopicTiering, validate_broker
 from kafka_tiers.remote.guarded import GuardedRemoteStorage, secret_values
 from kafka_tiers.remote.metrics import RemoteStorageMetrics
 from kafka_tiers.remote.remote_log_manager import RemoteLogManager
 
 log = logging.getLogger(__name__)
 
-TOPICS_FILE = "kafka-tiers-topics.json"
-TOPICS_FORMAT_VERSION = 1
 #: the broker's own working directory inside the first log dir (remote index cache).
 WORK_DIR = "kafka-tiers-remote"
-
-
-#: Every topic-level key a topic may set.
-TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(LOG_TOPIC_KEYS) | frozenset(TOPIC_KEYS)
 
 
 class BrokerError(KafkaTiersError):
@@ -96,28 +116,6 @@ class TopicExistsError(BrokerError):
 
 class NotLeaderError(BrokerError):
     """This broker is not the partition's leader (produce refused)."""
-
-
-@dataclass(frozen=True)
-class TopicInfo:
-    """A topic of this broker.
-
-    Attributes:
-        name: the topic.
-        partitions: how many partitions it has.
-        config: its topic-level overrides as given.
-        tiering: its resolved tiering settings.
-    """
-
-    name: str
-    partitions: int
-    config: Mapping[str, str]
-    tiering: TopicTiering
-
-    @property
-    def tiered(self) -> bool:
-        """Whether the topic uses the remote tier."""
-        return self.tiering.remote_storage_enable
 
 
 @dataclass(frozen=True)
@@ -173,13 +171,15 @@ RecordInput = (ProducerRecord | tuple[Any, ...] | bytes | None)
 
 @dataclass
 class _Partition:
+    """A standalone broker's partition role."""
+
     leader: bool = True
     leader_epoch: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Broker:
-    """One in-process broker (see the module docstring).
+    """One broker, standalone or a cluster member (see the module docstring).
 
     Args:
         config: the broker configuration (validated here when given as raw strings).
@@ -189,7 +189,14 @@ class Broker:
             wrapper and closes it at shutdown.
         time_fn: the clock (seconds) of the logs and the remote log manager.
         background: run the log maintenance and remote log manager schedulers (False: nothing
-            runs unless called, e.g. :meth:`run_tiering`).
+            of them runs unless called, e.g. :meth:`run_tiering`; a cluster member still
+            replicates).
+        cluster: be a member of a cluster (metadata store, controller, replication) instead
+            of a standalone broker.
+        network: (cluster) run in-process on this loopback network instead of TCP.
+        embedded_server: (cluster) the in-process embedded metadata server to use
+            (``metadata.store=embedded``); by default the one of ``metadata.dir``.
+        placer: (cluster) a placer instance instead of ``broker.replica.placer`` (tests).
 
     Raises:
         ConfigError: an invalid configuration (one line naming the key).
@@ -198,76 +205,109 @@ class Broker:
     def __init__(self, config: BrokerConfig | Mapping[str, str], *,
                  hooks: Hooks | None = None,
                  remote_storage: RemoteStorageManager | None = None,
-                 time_fn: Callable[[], float] = time.time, background: bool = True) -> None:
+                 time_fn: Callable[[], float] = time.time, background: bool = True,
+                 cluster: bool = False, network: LoopbackNetwork | None = None,
+                 embedded_server: Any = None, placer: Any = None) -> None:
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         validate_broker(self.config)
         self.broker_id: int = self.config["broker.id"]
+        self.rack: str | None = self.config["broker.rack"]
         self.hooks = hooks if hooks is not None else Hooks()
         self.remote_enabled: bool = bool(self.config["remote.log.storage.enable"])
+        self.cluster = cluster
+        self.network = network
+        self._embedded_server = embedded_server
+        self._placer = placer
         self._given_storage = remote_storage
         self._time = time_fn
         self._background = background
         self.metrics = RemoteStorageMetrics()
+        self.topic_configs = TopicConfigs(self.config)
         self.log_manager: LogManager | None = None
         self.rlm: RemoteLogManager | None = None
+        self.member: ClusterMember | None = None
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._lock = threading.RLock()
         self._started = False
         self._log_dir = Path(self.config["log.dirs"][0])
+        self._topics_file = TopicsFile(self._log_dir / TOPICS_FILE)
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> Self:
-        """Load the topics and logs, start the remote tier and the schedulers, lead every
-        partition, fire ``broker_started``. Never waits for the remote tier.
+    def start(self, register_timeout: float | None = None) -> Self:
+        """Load the logs, start the remote tier and the schedulers; standalone: load the
+        topics and lead every partition; cluster member: join the cluster (returns once
+        registered). Fires ``broker_started``. Never waits for the remote tier.
+
+        Args:
+            register_timeout: (cluster) how long to wait for this broker id to be free in the
+                metadata store (default: twice the session timeout plus 5 s).
 
         Raises:
-            LogDirError: a log dir cannot be used.
+            LogDirError: a log dir cannot be used, or the topics file is unreadable.
             ConfigError, PluginError: the storage plugin is unknown or refuses its config.
+            MetadataStoreError: (cluster) the store is unreachable or the id stays taken.
         """
         with self._lock:
             if self._started:
                 return self
-            self._topics = self._read_topics()
-            overrides = {name: self._local_overrides(info) for name, info in
-                         self._topics.items()}
-            self.log_manager = LogManager.from_config(
-                self.config, topic_overrides=overrides, on_roll=self._on_roll, hooks=self.hooks,
-                meta_properties={"version": "1", "node.id": str(self.broker_id)},
-                time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline)
-            self.log_manager.startup()
             try:
-                if self.remote_enabled:
-                    self._start_remote()
-                for info in self._topics.values():
-                    for p in range(info.partitions):
-                        self._open_partition(info, TopicPartition(info.name, p))
+                self._start(register_timeout)
             except BaseException:
                 self._stop_all()
                 raise
-            if self._background:
-                AdminChannel(self.log_manager).attach()
-                self.log_manager.start_scheduler()
-                if self.rlm is not None:
-                    self.rlm.start()
             self._started = True
         self.hooks.broker_started(self.broker_id, self.config)
         return self
 
+    def _start(self, register_timeout: float | None) -> None:
+        if not self.cluster:
+            self._topics = {name: self.topic_configs.info(name, partitions, cfg)
+                            for name, (partitions, cfg) in self._topics_file.read().items()}
+        overrides = {name: self.topic_configs.local_overrides(info.config, name)
+                     for name, info in self._topics.items()}
+        self.log_manager = LogManager.from_config(
+            self.config, topic_overrides=overrides, on_roll=self._on_roll, hooks=self.hooks,
+            meta_properties={"version": "1", "node.id": str(self.broker_id)},
+            time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline)
+        self.log_manager.startup()
+        if self.cluster:
+            self.member = ClusterMember(
+                self.config, self.log_manager, hooks=self.hooks,
+                topic_configs=self.topic_configs, on_role=self._on_role,
+                remote_reader=self._read_remote, network=self.network,
+                embedded_server=self._embedded_server, placer=self._placer)
+            self.member.open_session()
+        if self.remote_enabled:
+            self._start_remote()
+        if self.member is not None:
+            self.member.join(register_timeout)
+        else:
+            for info in self._topics.values():
+                for p in range(info.partitions):
+                    self._open_partition(info, TopicPartition(info.name, p))
+        if self._background:
+            AdminChannel(self.log_manager).attach()
+            self.log_manager.start_scheduler()
+            if self.rlm is not None:
+                self.rlm.start()
+
     def _start_remote(self) -> None:
+        """The one place the remote tier is composed: the storage plugin behind its guard
+        (loaded now, or retried by the remote log manager while the tier is down) and the
+        remote log manager with the broker's metrics and hooks."""
         name = self.config["remote.storage.manager.class"]
         rsm_config = self.config.prefixed("rsm.config.")
+        secrets = secret_values(rsm_config)
         source: RemoteStorageManager | Callable[[], RemoteStorageManager]
         if self._given_storage is not None:
             given = self._given_storage
             source = given if isinstance(given, GuardedRemoteStorage) else GuardedRemoteStorage(
-                given, type(given).__name__, secrets=secret_values(rsm_config))
+                given, type(given).__name__, secrets=secrets)
             self._storage = source
         else:
-            secrets = secret_values(rsm_config)
-
             def load() -> RemoteStorageManager:
                 try:
                     storage = GuardedRemoteStorage.load(name, rsm_config)
@@ -290,34 +330,69 @@ class Broker:
                 source = load
         self.rlm = RemoteLogManager(
             source, self.config, broker_id=self.broker_id, log_of=self._log_or_none,
-            tiering_of=lambda tp: self._topic(tp.topic).tiering,
-            work_dir=self._log_dir / WORK_DIR, hooks=self.hooks, metrics=self.metrics,
-            time_fn=self._time)
+            tiering_of=self._tiering_of, work_dir=self._log_dir / WORK_DIR, hooks=self.hooks,
+            metrics=self.metrics, time_fn=self._time)
 
     def _open_partition(self, info: TopicInfo, tp: TopicPartition) -> Log:
+        """Standalone: open (or create) a partition's log and lead it."""
         assert self.log_manager is not None
-        lg = self.log_manager.get_or_create_log(tp, overrides=self._local_overrides(info))
+        lg = self.log_manager.get_or_create_log(
+            tp, overrides=self.topic_configs.local_overrides(info.config, info.name))
         lg.flush()
         lg.update_high_watermark(lg.log_end_offset)
         epoch = lg.leader_epoch_cache.latest_epoch
         state = _Partition(True, 0 if epoch is None else epoch)
         self._partitions[tp] = state
-        if info.tiered and self.rlm is not None:
-            self.rlm.become_leader(tp, state.leader_epoch)
+        self._on_role(tp, ReplicaRole.LEADER, state.leader_epoch)
         return lg
 
-    def shutdown(self) -> None:
-        """Fire ``broker_stopping``, stop the remote log manager (waiting for running copies
-        and reads), close the storage plugin, and shut the logs down cleanly. No thread of the
-        broker is left running. Safe to call twice."""
+    def shutdown(self, controlled: bool | None = None) -> None:
+        """Stop. A cluster member first moves its leaderships away through the controller
+        when ``controlled.shutdown.enable`` (``controlled`` overrides the config). Then
+        ``broker_stopping`` fires, the remote log manager stops (waiting for running copies
+        and reads), the storage plugin is closed and the logs are shut down cleanly. No thread
+        of the broker is left running. Safe to call twice."""
         with self._lock:
             if not self._started:
                 return
+            if self.member is not None:
+                self.member.leave(self.config["controlled.shutdown.enable"]
+                                  if controlled is None else controlled)
             self.hooks.broker_stopping(self.broker_id, True)
             self._stop_all()
-            self._started = False
+
+    def kill(self) -> None:
+        """Die abruptly (in-process tests): a cluster member stops answering and loses its
+        store session at once; no controlled shutdown, no ``broker_stopping``; every thread
+        stops."""
+        with self._lock:
+            if not self._started:
+                return
+            if self.member is not None:
+                self.member.kill_session()
+            self._stop_all()
+
+    def pause(self) -> None:
+        """(cluster) Freeze like SIGSTOP (in-process tests): no answers, no heartbeats, no
+        fetching, no controller events.
+
+        Raises:
+            BrokerError: a standalone broker (nothing to freeze).
+        """
+        self._cluster_member().pause()
+
+    def resume(self) -> None:
+        """(cluster) Continue after :meth:`pause` (like SIGCONT).
+
+        Raises:
+            BrokerError: a standalone broker.
+        """
+        self._cluster_member().resume()
 
     def _stop_all(self) -> None:
+        self._started = False
+        if self.member is not None:
+            self.member.stop()
         if self.rlm is not None:
             self.rlm.shutdown()
             self.rlm = None
@@ -344,62 +419,63 @@ class Broker:
                  tb: TracebackType | None) -> None:
         self.shutdown()
 
+    # ------------------------------------------------------------------ cluster membership
+
+    def _cluster_member(self) -> ClusterMember:
+        if self.member is None:
+            raise BrokerError("a standalone broker is no cluster member (start it with "
+                              "cluster=True)")
+        return self.member
+
+    @property
+    def address(self) -> str:
+        """(cluster) ``host:port`` where the broker answers ("" when standalone)."""
+        return self.member.address if self.member is not None else ""
+
+    @property
+    def controller(self) -> Any:
+        """(cluster) This broker's controller role (active on one broker), or None."""
+        return self.member.controller if self.member is not None else None
+
+    @property
+    def replicas(self) -> Any:
+        """(cluster) The replica manager, or None."""
+        return self.member.replicas if self.member is not None else None
+
+    @property
+    def metadata(self) -> Any:
+        """(cluster) The cluster metadata over this broker's store session, or None."""
+        return self.member.metadata if self.member is not None else None
+
+    @property
+    def store(self) -> Any:
+        """(cluster) This broker's metadata-store session, or None."""
+        return self.member.store if self.member is not None else None
+
     # ------------------------------------------------------------------ topic metadata
 
     @property
     def topics_file(self) -> Path:
-        """Where the topic metadata is kept."""
-        return self._log_dir / TOPICS_FILE
+        """Where a standalone broker keeps its topic metadata."""
+        return self._topics_file.path
 
-    def _read_topics(self) -> dict[str, TopicInfo]:
-        path = self.topics_file
+    def _tiering_of(self, tp: TopicPartition) -> TopicTiering:
+        """The resolved tiering settings of a partition's topic.
+
+        Raises:
+            UnknownTopicError: (standalone) no such topic.
+        """
+        if self.member is None:
+            return self._topic(tp.topic).tiering
+        return self.topic_configs.tiering(tp.topic, self.member.topic_config(tp))
+
+    def _tiered(self, tp: TopicPartition) -> bool:
+        if self.rlm is None:
+            return False
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise LogDirError(f"cannot read {path}: {exc.strerror or exc}",
-                              path=str(path)) from None
-        try:
-            doc = json.loads(raw)
-            version = doc["version"]
-            topics = doc["topics"]
-        except (ValueError, KeyError, TypeError):
-            raise LogDirError(f"{path} is not a kafka-tiers topics file", path=str(path)) from None
-        if version != TOPICS_FORMAT_VERSION:
-            raise LogDirError(f"{path} has format version {version}; this kafka-tiers reads "
-                              f"version {TOPICS_FORMAT_VERSION} (written by a newer release?)",
-                              path=str(path))
-        out = {}
-        for name, entry in topics.items():
-            config = {str(k): str(v) for k, v in entry.get("config", {}).items()}
-            out[name] = TopicInfo(name, int(entry["partitions"]), config,
-                                  self._resolve(name, config))
-        return out
-
-    def _write_topics(self) -> None:
-        doc = {"version": TOPICS_FORMAT_VERSION,
-               "topics": {name: {"partitions": info.partitions, "config": dict(info.config)}
-                          for name, info in sorted(self._topics.items())}}
-        self._log_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.topics_file, json.dumps(doc, indent=2, sort_keys=True).encode())
-
-    def _resolve(self, name: str, config: Mapping[str, str]) -> TopicTiering:
-        unknown = sorted(set(config) - TOPIC_CONFIG_KEYS)
-        if unknown:
-            raise ConfigError(f"unknown topic config key {unknown[0]} for topic {name} "
-                              f"(known: {', '.join(sorted(TOPIC_CONFIG_KEYS))})",
-                              key=unknown[0])
-        log_config = LogConfig.from_broker(self.config, config)
-        return resolve_topic_tiering(self.config, config, retention_ms=log_config.retention_ms,
-                                     retention_bytes=log_config.retention_bytes)
-
-    @staticmethod
-    def _local_overrides(info: TopicInfo) -> dict[str, str]:
-        overrides = {k: v for k, v in info.config.items() if k in LOG_TOPIC_KEYS}
-        if info.tiered:  # the remote log manager applies retention to tiered logs
-            overrides.update({"retention.ms": "-1", "retention.bytes": "-1"})
-        return overrides
+            return self._tiering_of(tp).remote_storage_enable
+        except (BrokerError, ConfigError):
+            return False
 
     def _topic(self, name: str) -> TopicInfo:
         with self._lock:
@@ -409,7 +485,15 @@ class Broker:
         return info
 
     def topics(self) -> dict[str, TopicInfo]:
-        """The topics of this broker by name."""
+        """The topics of this broker by name (a cluster member: of the cluster)."""
+        if self.member is not None and self.member.metadata is not None:
+            md = self.member.metadata
+            out = {}
+            for name in md.topics():
+                asg = md.topic(name)
+                if asg is not None:
+                    out[name] = self.topic_configs.info(name, len(asg.partitions), asg.config)
+            return out
         with self._lock:
             return dict(self._topics)
 
@@ -419,38 +503,50 @@ class Broker:
         Raises:
             UnknownTopicError: no such topic.
         """
+        if self.member is not None:
+            info = self.topics().get(name)
+            if info is None:
+                raise UnknownTopicError(f"unknown topic {name!r}")
+            return info
         return self._topic(name)
+
+    def _standalone(self, what: str) -> None:
+        if self.member is not None:
+            raise BrokerError(f"{what} is the controller's in a cluster: use a ClusterClient "
+                              "(kafka_tiers.cluster.client) or `kafka-tiers topics`")
 
     def create_topic(self, name: str, partitions: int = 1,
                      config: Mapping[str, str] | None = None) -> list[TopicPartition]:
-        """Create a topic with topic-level ``config`` overrides (``segment.bytes``,
-        ``retention.ms``, ``remote.storage.enable``, ``local.retention.ms``, ...), persist it,
-        lead its partitions and fire ``topic_created``.
+        """(standalone) Create a topic with topic-level ``config`` overrides
+        (``segment.bytes``, ``retention.ms``, ``remote.storage.enable``,
+        ``local.retention.ms``, ...), persist it, lead its partitions and fire
+        ``topic_created``.
 
         Raises:
             InvalidTopicError: an illegal name.
             TopicExistsError: the topic exists.
             ConfigError: an unknown key or an invalid value (one line naming the key).
+            BrokerError: a cluster member (the controller creates topics).
         """
         self._require_started()
+        self._standalone("creating a topic")
         validate_topic(name)
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"partitions must be an integer >= 1, got {partitions!r}",
                               key="partitions")
-        cfg = {str(k): str(v) for k, v in (config or {}).items()}
-        tiering = self._resolve(name, cfg)
-        info = TopicInfo(name, partitions, cfg, tiering)
+        info = self.topic_configs.info(name, partitions, config)
         with self._lock:
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} exists already")
             self._topics[name] = info
             try:
-                self._write_topics()
+                self._topics_file.write(self._topics)
             except BaseException:
                 del self._topics[name]
                 raise
             assert self.log_manager is not None
-            self.log_manager.topic_overrides[name] = self._local_overrides(info)
+            self.log_manager.topic_overrides[name] = \
+                self.topic_configs.local_overrides(info.config, name)
             tps = [TopicPartition(name, p) for p in range(partitions)]
             for tp in tps:
                 self._open_partition(info, tp)
@@ -458,15 +554,17 @@ class Broker:
         return tps
 
     def delete_topic(self, name: str) -> None:
-        """Delete a topic: its remote data first (every remote segment, hooks
+        """(standalone) Delete a topic: its remote data first (every remote segment, hooks
         ``remote_segment_deleted``), then its local logs and its metadata.
 
         Raises:
             UnknownTopicError: no such topic.
             RemoteStorageError: the remote deletion failed; nothing local was deleted and the
                 topic still exists (repeat the call).
+            BrokerError: a cluster member (the controller deletes topics).
         """
         self._require_started()
+        self._standalone("deleting a topic")
         info = self._topic(name)
         tps = [TopicPartition(name, p) for p in range(info.partitions)]
         rlm = self.rlm
@@ -490,13 +588,19 @@ class Broker:
                 self.log_manager.delete_log(tp)
             self._topics.pop(name, None)
             self.log_manager.topic_overrides.pop(name, None)
-            self._write_topics()
+            self._topics_file.write(self._topics)
 
     # ------------------------------------------------------------------ partitions
 
     def _require_started(self) -> None:
         if not self._started:
             raise BrokerError("the broker is not started")
+
+    def _logs(self) -> LogManager:
+        lm = self.log_manager
+        if lm is None:
+            raise BrokerError("the broker is not started")
+        return lm
 
     def _log_or_none(self, tp: TopicPartition) -> Log | None:
         lm = self.log_manager
@@ -521,36 +625,56 @@ class Broker:
         return state
 
     def become_leader(self, tp: TopicPartition, leader_epoch: int) -> None:
-        """Lead ``tp`` in ``leader_epoch`` (produce allowed; a tiered partition copies and
-        applies retention, continuing after the highest remote offset).
+        """(standalone) Lead ``tp`` in ``leader_epoch`` (produce allowed; a tiered partition
+        copies and applies retention, continuing after the highest remote offset).
 
         Raises:
             UnknownTopicError: no such partition here.
             ValueError: a stale leader epoch.
+            BrokerError: a cluster member (the controller decides leadership).
         """
         self._require_started()
+        self._standalone("leadership")
         state = self._state(tp)
         if leader_epoch < state.leader_epoch:
             raise ValueError(f"stale leader epoch {leader_epoch} for {tp}: the current one "
                              f"is {state.leader_epoch}")
-        if self.rlm is not None and self._topic(tp.topic).tiered:
-            self.rlm.become_leader(tp, leader_epoch)
+        self._on_role(tp, ReplicaRole.LEADER, leader_epoch)
         state.leader, state.leader_epoch = True, leader_epoch
 
     def become_follower(self, tp: TopicPartition) -> None:
-        """Follow ``tp``: produce is refused, the remote log manager stops copying and
-        deleting for it (a copy in progress finishes) and only refreshes its remote list.
+        """(standalone) Follow ``tp``: produce is refused, the remote log manager stops
+        copying and deleting for it (a copy in progress finishes) and only refreshes its
+        remote list.
 
         Raises:
             UnknownTopicError: no such partition here.
+            BrokerError: a cluster member (the controller decides leadership).
         """
         self._require_started()
+        self._standalone("leadership")
         state = self._state(tp)
         state.leader = False
-        if self.rlm is not None and self._topic(tp.topic).tiered:
-            self.rlm.become_follower(tp)
+        self._on_role(tp, ReplicaRole.FOLLOWER, state.leader_epoch)
+
+    def _on_role(self, tp: TopicPartition, role: ReplicaRole, epoch: int) -> None:
+        """The remote tier follows a replica's role: only the leader copies; followers
+        refresh the remote listing; a new leader continues after the highest remote offset;
+        a stopped replica is no longer managed."""
+        rlm = self.rlm
+        if rlm is None:
+            return
+        if role is ReplicaRole.STOPPED:
+            rlm.stop_partition(tp)
+        elif self._tiered(tp):
+            if role is ReplicaRole.LEADER:
+                rlm.become_leader(tp, epoch)
+            else:
+                rlm.become_follower(tp)
 
     def _on_roll(self, lg: Log, info: SegmentInfo) -> None:
+        """A segment rolled: the ``segment_rolled`` hook, and the partition's remote copy is
+        triggered now (not at the next task interval)."""
         tp = lg.topic_partition
         if tp is None:
             return
@@ -558,6 +682,17 @@ class Broker:
         rlm = self.rlm
         if rlm is not None:
             rlm.trigger(tp)
+
+    def _read_remote(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | None:
+        """(cluster) Batches below the local log of a tiered partition, from the remote
+        tier; None when the partition is not tiered or the offset is not there."""
+        rlm = self.rlm
+        if rlm is None or not self._tiered(tp):
+            return None
+        try:
+            return bytes(rlm.read(tp, offset, max_bytes).records)
+        except RemoteResourceNotFoundError:
+            return None
 
     # ------------------------------------------------------------------ produce / fetch
 
@@ -579,17 +714,20 @@ class Broker:
                 :class:`~kafka_tiers.log.records.ProducerRecord` values or bare values.
             batch_records: the most records per batch built from a record list.
 
-        The log is flushed and the high watermark moves to the log end offset.
+        Standalone: the log is flushed and the high watermark moves to the log end offset. A
+        cluster member appends through its replica manager with ``acks=all`` (returns once
+        the in-sync replicas have the records).
 
         Raises:
             UnknownTopicError: no such partition.
             NotLeaderError: this broker follows the partition.
             InvalidRecordError, RecordTooLargeError: bad or too large input.
+            ApiError: (cluster) not enough in-sync replicas, or a timeout.
         """
         self._require_started()
-        state = self._state(tp)
+        state = self._state(tp) if self.member is None else None
         lg = self.log(tp)
-        if not state.leader:
+        if state is not None and not state.leader:
             raise NotLeaderError(f"broker {self.broker_id} is not the leader of {tp}")
         if isinstance(records, bytes | bytearray | memoryview):
             chunks = [bytes(records)]
@@ -597,15 +735,34 @@ class Broker:
             chunks = self._build_batches([_as_record(r) for r in records], batch_records,
                                          min(lg.config.max_message_bytes,
                                              lg.config.segment_bytes))
+        if state is None:
+            return self._produce_replicated(tp, chunks)
         with state.lock:
             first = None
             for chunk in chunks:
                 # through the log manager: it follows the replica across a JBOD move's swap
                 # and raises only when nothing was written
-                info = self.log_manager.append(tp, chunk, leader_epoch=state.leader_epoch)
+                info = self._logs().append(tp, chunk, leader_epoch=state.leader_epoch)
                 if first is None:
                     first = info.first_offset
             self._flush_and_advance(tp)
+        assert first is not None
+        return first
+
+    def _produce_replicated(self, tp: TopicPartition, chunks: list[bytes]) -> int:
+        replicas = self._cluster_member().replicas
+        assert replicas is not None
+        first = None
+        for chunk in chunks:
+            try:
+                base, _ = replicas.produce(tp, chunk, acks=-1)
+            except ApiError as exc:
+                if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    raise NotLeaderError(str(exc)) from None
+                if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    raise UnknownTopicError(str(exc)) from None
+                raise
+            first = base if first is None else first
         assert first is not None
         return first
 
@@ -653,7 +810,7 @@ class Broker:
             RemoteStorageError: the remote read failed.
         """
         lg = self.log(tp)
-        tiered = self.rlm is not None and self._topic(tp.topic).tiered
+        tiered = self._tiered(tp)
         if offset > lg.log_end_offset or offset < 0 or (
                 not tiered and offset < lg.log_start_offset):
             raise OffsetOutOfRangeError(
@@ -662,7 +819,7 @@ class Broker:
                 log_start_offset=lg.log_start_offset, log_end_offset=lg.log_end_offset)
         if offset >= lg.local_log_start_offset:
             try:
-                data = self.log_manager.read(tp, offset, max_bytes, isolation="high_watermark")
+                data = self._logs().read(tp, offset, max_bytes, isolation="high_watermark")
                 return FetchResult(offset, bytes(data.records), data.next_offset, "local",
                                    data.high_watermark, data.log_start_offset,
                                    lg.local_log_start_offset, data.log_end_offset)
@@ -695,7 +852,7 @@ class Broker:
             UnknownTopicError: no such partition.
         """
         lg = self.log(tp)
-        if self.rlm is not None and self._topic(tp.topic).tiered:
+        if self.rlm is not None and self._tiered(tp):
             try:
                 segs = self.rlm.remote_segments(tp)
             except RemoteStorageError:
@@ -731,7 +888,7 @@ class Broker:
         for seg in lg.segments():
             rows[seg.base_offset] = SegmentRow(seg.base_offset, seg.next_offset - 1, seg.size,
                                                True, False)
-        if self.rlm is not None and self._topic(tp.topic).tiered:
+        if self.rlm is not None and self._tiered(tp):
             for md in self.rlm.remote_segments(tp):
                 local = rows.get(md.start_offset)
                 rows[md.start_offset] = SegmentRow(md.start_offset, md.end_offset,

@@ -1,4 +1,5 @@
-"""``kafka-tiers broker start``: one cluster broker as its own process on 127.0.0.1."""
+"""``kafka-tiers broker start``: one broker (:class:`~kafka_tiers.broker.Broker`, a cluster
+member) as its own process on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
     import signal
     import threading
 
-    from kafka_tiers.cluster.cluster_broker import ClusterBroker
+    from kafka_tiers.broker import Broker
     from kafka_tiers.config import BrokerConfig
 
     setup_logging(log_level)
@@ -48,7 +49,7 @@ def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    node = ClusterBroker(cfg).start()
+    node = Broker(cfg, cluster=True).start()
     click.echo(f"broker {node.broker_id} ready on {node.address}", err=False)
     try:
         while not stop.wait(0.5):

@@ -242,12 +242,12 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
           --execute
     """
     from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.cli.log_dirs import load_dirs
     from kafka_tiers.broker.admin_channel import (
         ReassignmentError,
         broker_running,
         parse_reassignment,
     )
+    from kafka_tiers.cli.log_dirs import load_dirs
 
     if action is None:
         raise click.UsageError("give --execute or --verify")

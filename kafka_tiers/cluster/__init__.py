@@ -8,7 +8,8 @@ heavy is imported here.
 ``transport``       requests between brokers (TCP on 127.0.0.1, or in-process loopback)
 ``controller``      election, topics, leader election, reassignment
 ``replica_manager`` leader/follower replicas, ISR, high watermark, acks=all
-``cluster_broker``  one broker
+``member``          a broker's cluster membership (the broker itself is
+                    :class:`kafka_tiers.broker.Broker`)
 ``local_cluster``   several brokers in one process
 ``client``          a small client: topics, produce, fetch, admin operations
 ``config``          the cluster's config keys

@@ -19,6 +19,14 @@ Failover batching
     the partition states of a broker failure are written in atomic multi-writes of
     ``controller.batch.size`` (``controller.batch.writes=false``: one write per partition),
     then one LeaderAndIsr request per broker, sent to all brokers in parallel.
+Events
+    typed values (:data:`ControllerEvent`): :class:`Elect`, :class:`Resign`,
+    :class:`BrokersChanged`, :class:`ReassignmentsChanged`, :class:`TopicDeletionsRequested`,
+    :class:`Tick` and :class:`Call` (a request run on the event thread).
+Topic configuration
+    is the broker's: the controller is handed a :class:`TopicConfigPolicy` (the broker's
+    :class:`~kafka_tiers.broker.topics.TopicConfigs`) that validates a new topic's config and
+    gives the overrides of its local logs; the cluster layer imports nothing of the broker.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
 from kafka_tiers.cluster.metadata_store import (
@@ -49,8 +57,8 @@ from kafka_tiers.cluster.metadata_store import (
     NoNodeError,
     Op,
     PartitionState,
+    SessionEvent,
     TopicAssignment,
-    state_path,
     topic_path,
 )
 from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
@@ -58,6 +66,65 @@ from kafka_tiers.placement.service import PlacementService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class TopicConfigPolicy(Protocol):
+    """What the controller needs of topic configuration (the broker's ``TopicConfigs``)."""
+
+    def validate(self, topic: str, config: Mapping[str, Any] | None) -> dict[str, str]:
+        """The normalized config of a new topic; raises ``ConfigError`` when it is invalid."""
+        ...
+
+    def local_overrides(self, config: Mapping[str, Any] | None, topic: str = "?"
+                        ) -> dict[str, str]:
+        """The overrides the topic's local logs run with."""
+        ...
+
+
+# ---------------------------------------------------------------------- events
+
+@dataclass(frozen=True)
+class Elect:
+    """Take part in the controller election (``/controller`` changed, or a new session)."""
+
+
+@dataclass(frozen=True)
+class Resign:
+    """The store session was lost: this broker is no longer the controller."""
+
+
+@dataclass(frozen=True)
+class BrokersChanged:
+    """``/brokers/ids`` changed: brokers came or went."""
+
+
+@dataclass(frozen=True)
+class ReassignmentsChanged:
+    """``/admin/reassign_partitions`` changed."""
+
+
+@dataclass(frozen=True)
+class TopicDeletionsRequested:
+    """``/admin/delete_topics`` has new requests."""
+
+
+@dataclass(frozen=True)
+class Tick:
+    """The periodic tick (no event for a while): reassignment progress, preferred leaders,
+    and an election when ``/controller`` is empty."""
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """Run ``fn`` on the event thread and complete ``future`` with its result (requests)."""
+
+    fn: Callable[[], Any]
+    future: concurrent.futures.Future[Any]
+
+
+#: every event of the controller's thread.
+ControllerEvent = (Elect | Resign | BrokersChanged | ReassignmentsChanged
+                   | TopicDeletionsRequested | Tick | Call)
 
 
 @dataclass
@@ -86,16 +153,18 @@ class Controller:
         broker_id: this broker.
         metadata: the cluster metadata over this broker's store session.
         client: the transport client for requests to brokers.
-        core: the broker core (config, hooks, placer).
+        core: the placement service (config, hooks, placer).
+        topic_configs: validates new topics' configs and gives their local log overrides.
     """
 
     def __init__(self, broker_id: int, metadata: ClusterMetadata, client: Client,
-                 core: PlacementService) -> None:
+                 core: PlacementService, *, topic_configs: TopicConfigPolicy) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
         self.store = metadata.store
         self.client = client
         self.core = core
+        self.topic_config_policy = topic_configs
         self.hooks = core.hooks
         cfg = core.config
         self.unclean = bool(cfg["unclean.leader.election.enable"])
@@ -116,7 +185,7 @@ class Controller:
         self.reassigning: dict[TopicPartition, dict[str, Any]] = {}
         self.last_failover: FailoverStats | None = None
         self.failover_listeners: list[Callable[[FailoverStats], None]] = []
-        self._events: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._events: queue.Queue[ControllerEvent | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         #: set while the process is "stopped" (in-process SIGSTOP): no events handled.
@@ -131,17 +200,15 @@ class Controller:
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"controller-{self.broker_id}")
         self._thread.start()
-        self.store.watch_data(CONTROLLER, lambda _p: self.enqueue("elect"))
-        self.store.watch_children(BROKER_IDS, lambda _p: self.enqueue("brokers"))
-        self.store.watch_data(REASSIGN, lambda _p: self.enqueue("reassign"))
-        self.store.watch_children(DELETE_TOPICS, lambda _p: self.enqueue("delete_topics"))
+        self.store.watch_data(CONTROLLER, lambda _p: self.enqueue(Elect()))
+        self.store.watch_children(BROKER_IDS, lambda _p: self.enqueue(BrokersChanged()))
+        self.store.watch_data(REASSIGN, lambda _p: self.enqueue(ReassignmentsChanged()))
+        self.store.watch_children(DELETE_TOPICS,
+                                  lambda _p: self.enqueue(TopicDeletionsRequested()))
         self.store.on_session_event(self._on_session)
 
-    def _on_session(self, event: str) -> None:
-        if event == "expired":
-            self.enqueue("resign")
-        else:
-            self.enqueue("elect")
+    def _on_session(self, event: SessionEvent) -> None:
+        self.enqueue(Resign() if event is SessionEvent.EXPIRED else Elect())
 
     def stop(self) -> None:
         """Stop the event thread (resigning: the ephemeral node goes with the session)."""
@@ -152,9 +219,10 @@ class Controller:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self.active = False
 
-    def enqueue(self, kind: str, arg: Any = None) -> None:
+    def enqueue(self, event: ControllerEvent) -> None:
+        """Queue ``event`` for the event thread (dropped once stopped)."""
         if not self._stopped.is_set():
-            self._events.put((kind, arg))
+            self._events.put(event)
 
     def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
         """Run ``fn`` on the controller thread and return its result (requests).
@@ -167,7 +235,7 @@ class Controller:
             raise ApiError(f"broker {self.broker_id} is not the controller",
                            ErrorCode.NOT_CONTROLLER)
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self.enqueue("call", (fn, fut))
+        self.enqueue(Call(fn, fut))
         try:
             return fut.result(timeout=timeout or self.request_timeout * 2)
         except concurrent.futures.TimeoutError:
@@ -180,73 +248,74 @@ class Controller:
                 self._stopped.wait(0.05)
                 continue
             try:
-                item = self._events.get(timeout=0.2)
+                event = self._events.get(timeout=0.2)
             except queue.Empty:
-                item = ("tick", None)
-            if item is None:
+                event = Tick()
+            if event is None:
                 return
-            kind, arg = item
             try:
-                self._handle(kind, arg)
+                self._handle(event)
             except ControllerMovedError:
                 log.warning("broker %s: another controller took over; resigning",
                             self.broker_id)
                 self.active = False
             except MetadataStoreError as exc:
                 log.warning("broker %s: controller event %s failed on the store: %s",
-                            self.broker_id, kind, exc)
-                if kind == "call":
-                    arg[1].set_exception(ApiError(str(exc), ErrorCode.REQUEST_TIMED_OUT))
+                            self.broker_id, type(event).__name__, exc)
+                if isinstance(event, Call):
+                    event.future.set_exception(ApiError(str(exc), ErrorCode.REQUEST_TIMED_OUT))
                 else:
-                    self.enqueue_later(kind, arg)
+                    self.enqueue_later(event)
             except Exception as exc:
-                if kind == "call" and not arg[1].done():
-                    arg[1].set_exception(exc)
+                if isinstance(event, Call) and not event.future.done():
+                    event.future.set_exception(exc)
                 else:
                     log.exception("broker %s: controller event %s failed", self.broker_id,
-                                  kind)
+                                  type(event).__name__)
 
-    def enqueue_later(self, kind: str, arg: Any, delay: float = 0.2) -> None:
-        t = threading.Timer(delay, self.enqueue, (kind, arg))
+    def enqueue_later(self, event: ControllerEvent, delay: float = 0.2) -> None:
+        """Queue ``event`` after ``delay`` seconds (a retry after a store error)."""
+        t = threading.Timer(delay, self.enqueue, (event,))
         t.daemon = True
         t.start()
 
-    def _handle(self, kind: str, arg: Any) -> None:
-        if kind == "elect":
-            self._elect()
-        elif kind == "resign":
-            if self.active:
-                log.warning("broker %s: session lost; no longer the controller",
-                            self.broker_id)
-            self.active = False
-        elif kind == "brokers":
-            if self.active:
-                self._on_brokers_changed()
-        elif kind == "delete_topics":
-            if self.active:
-                self._delete_requested_topics()
-        elif kind == "reassign" or kind == "tick":
-            if self.active:
-                self._check_still_controller()
-                self._drive_reassignments()
-                if (kind == "tick" and self.rebalance and time.monotonic() -
-                        self._last_rebalance > self.rebalance_interval):
-                    self._last_rebalance = time.monotonic()
-                    self.elect_preferred(None)
-            elif kind == "tick" and self.store.exists(CONTROLLER) is None:
+    def _handle(self, event: ControllerEvent) -> None:
+        match event:
+            case Elect():
                 self._elect()
-        elif kind == "call":
-            fn, fut = arg
-            if fut.done():
-                return
-            if not self.active:
-                fut.set_exception(ApiError(f"broker {self.broker_id} is not the controller",
-                                           ErrorCode.NOT_CONTROLLER))
-                return
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:
-                fut.set_exception(exc)
+            case Resign():
+                if self.active:
+                    log.warning("broker %s: session lost; no longer the controller",
+                                self.broker_id)
+                self.active = False
+            case BrokersChanged():
+                if self.active:
+                    self._on_brokers_changed()
+            case TopicDeletionsRequested():
+                if self.active:
+                    self._delete_requested_topics()
+            case ReassignmentsChanged() | Tick():
+                tick = isinstance(event, Tick)
+                if self.active:
+                    self._check_still_controller()
+                    self._drive_reassignments()
+                    if (tick and self.rebalance and time.monotonic() -
+                            self._last_rebalance > self.rebalance_interval):
+                        self._last_rebalance = time.monotonic()
+                        self.elect_preferred(None)
+                elif tick and self.store.exists(CONTROLLER) is None:
+                    self._elect()
+            case Call(fn=fn, future=fut):
+                if fut.done():
+                    return
+                if not self.active:
+                    fut.set_exception(ApiError(f"broker {self.broker_id} is not the controller",
+                                               ErrorCode.NOT_CONTROLLER))
+                    return
+                try:
+                    fut.set_result(fn())
+                except BaseException as exc:
+                    fut.set_exception(exc)
 
     def _check_still_controller(self) -> None:
         current = self.metadata.controller()
@@ -460,7 +529,7 @@ class Controller:
             "replicas": list(self.assignments.get(tp, ())), "version": st.version}
         topic_config = self.topic_configs.get(tp.topic)
         if topic_config:  # absent means none
-            e["config"] = local_log_overrides(topic_config)
+            e["config"] = self.topic_config_policy.local_overrides(topic_config, tp.topic)
             e["topic_config"] = topic_config
         if log_dir is not None:
             e["log_dir"] = log_dir
@@ -538,7 +607,7 @@ class Controller:
         validate_topic(topic)
         exists = topic in self.topic_configs
         if not exists:
-            config = topic_log_config(self.core.config, topic, config or {})
+            config = self.topic_config_policy.validate(topic, config)
         view = self.cluster_view()
         if assignment is not None:
             plan = {TopicPartition(topic, int(p)): [int(b) for b in r]
@@ -825,44 +894,17 @@ class Controller:
         }
 
 
-def topic_log_config(broker: Mapping[str, Any], topic: str, config: Mapping[str, str]
-                     ) -> dict[str, str]:
-    """Validate a new topic's topic-level config (log keys and tiering keys).
-
-    Raises:
-        ConfigError: an unknown key or a bad value (one line naming the key).
-    """
-    from kafka_tiers.api.errors import ConfigError
-    from kafka_tiers.broker import TOPIC_CONFIG_KEYS
-    from kafka_tiers.log.config import LogConfig
-    from kafka_tiers.remote.config import resolve_topic_tiering
-
-    cfg = {str(k): str(v) for k, v in config.items()}
-    unknown = sorted(set(cfg) - TOPIC_CONFIG_KEYS)
-    if unknown:
-        raise ConfigError(f"unknown topic config key {unknown[0]} for topic {topic}",
-                          key=unknown[0])
-    lc = LogConfig.from_broker(broker, cfg)
-    resolve_topic_tiering(broker, cfg, retention_ms=lc.retention_ms,
-                          retention_bytes=lc.retention_bytes)
-    return cfg
-
-
-def local_log_overrides(config: Mapping[str, str]) -> dict[str, str]:
-    """The log keys of a topic's config for its local logs; a tiered topic's local logs keep
-    everything (the remote log manager applies local and total retention)."""
-    from kafka_tiers.log.config import LOG_TOPIC_KEYS
-
-    out = {k: v for k, v in config.items() if k in LOG_TOPIC_KEYS}
-    if str(config.get("remote.storage.enable", "false")).lower() == "true":
-        out.update({"retention.ms": "-1", "retention.bytes": "-1"})
-    return out
-
-
-def partition_state_path(tp: TopicPartition) -> str:
-    """Where a partition's state lives (document 003)."""
-    return state_path(tp)
-
-
-__all__ = ["Controller", "FailoverStats", "address_of", "local_log_overrides",
-           "partition_state_path", "topic_log_config"]
+__all__ = [
+    "BrokersChanged",
+    "Call",
+    "Controller",
+    "ControllerEvent",
+    "Elect",
+    "FailoverStats",
+    "ReassignmentsChanged",
+    "Resign",
+    "Tick",
+    "TopicConfigPolicy",
+    "TopicDeletionsRequested",
+    "address_of",
+]

@@ -10,8 +10,8 @@ The journal is folded into a new snapshot when it grows past ``compact_bytes``.
 
 Sessions expire like ZooKeeper's: a client heartbeats every third of its session timeout; a
 reaper deletes the ephemeral nodes of a session not heard of within its timeout and tells its
-client, which opens a new session (``"expired"`` then ``"reconnected"`` to its session
-callbacks). :meth:`EmbeddedStore.suspend` stops the heartbeats (a paused process).
+client, which opens a new session (``SessionEvent.EXPIRED`` then ``SessionEvent.RECONNECTED``
+to its session callbacks). :meth:`EmbeddedStore.suspend` stops the heartbeats (a paused process).
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from kafka_tiers.cluster.metadata_store import (
     NoNodeError,
     NotEmptyError,
     Op,
+    SessionEvent,
     SessionExpiredError,
+    SessionListener,
     Watcher,
     decode,
     encode,
@@ -447,7 +449,7 @@ class EmbeddedStore(MetadataStore):
         self._sid: int | None = None
         self._events: queue.Queue[tuple[Callable[..., None], tuple[Any, ...]] | None] = \
             queue.Queue()
-        self._session_callbacks: list[Callable[[str], None]] = []
+        self._session_callbacks: list[SessionListener] = []
         self._stop = threading.Event()
         self._suspended = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -519,7 +521,7 @@ class EmbeddedStore(MetadataStore):
             if self._sid != sid or not self._started:
                 return
             self._sid = None
-        self._events.put((self._call_session, ("expired",)))
+        self._events.put((self._call_session, (SessionEvent.EXPIRED,)))
         # a new session once the process runs again (a resumed, not a dead, broker)
         t = threading.Thread(target=self._reconnect, name="embedded-store-reconnect",
                              daemon=True)
@@ -535,11 +537,11 @@ class EmbeddedStore(MetadataStore):
                         self._sid = self.server.open_session(self, self.timeout_s)
                     except MetadataStoreError:
                         return
-                self._events.put((self._call_session, ("reconnected",)))
+                self._events.put((self._call_session, (SessionEvent.RECONNECTED,)))
                 return
             self._stop.wait(0.05)
 
-    def _call_session(self, event: str) -> None:
+    def _call_session(self, event: SessionEvent) -> None:
         for cb in list(self._session_callbacks):
             cb(event)
 
@@ -598,7 +600,7 @@ class EmbeddedStore(MetadataStore):
     def watch_data(self, path: str, callback: Watcher) -> None:
         self.server.add_watch("data", path, self, callback)
 
-    def on_session_event(self, callback: Callable[[str], None]) -> None:
+    def on_session_event(self, callback: SessionListener) -> None:
         self._session_callbacks.append(callback)
 
 

@@ -1,5 +1,7 @@
 """Several brokers in one process: the quick start's cluster and most tests' cluster.
 
+Each broker is the one :class:`~kafka_tiers.broker.Broker`, started as a cluster member.
+
 ``LocalCluster(directory, brokers=3, racks=[...])`` gives each broker ``<directory>/broker-<id>``
 (its log dirs inside), and, with the embedded store, one
 :class:`~kafka_tiers.cluster.embedded_store.EmbeddedMetadataServer` on
@@ -19,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_tiers.broker import Broker
 from kafka_tiers.cluster.client import ClusterClient
-from kafka_tiers.cluster.cluster_broker import ClusterBroker
 from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer
 from kafka_tiers.cluster.transport import LoopbackClient, LoopbackNetwork
 from kafka_tiers.plugins.hooks import Hooks
@@ -49,6 +51,8 @@ class LocalCluster:
         hooks: one hook facade for every broker.
         fast_failure: use :data:`FAST_FAILURE` (failures noticed in about a second).
         base_port: with TCP, broker n listens on ``base_port + n - 1`` (0: any free port).
+        background: run each broker's log maintenance and remote log manager schedulers
+            (False: tiering runs only when called, e.g. ``broker.rlm.run_once(tp)``).
     """
 
     def __init__(self, directory: str | Path, brokers: int = 3, *,
@@ -56,7 +60,8 @@ class LocalCluster:
                  overrides: Mapping[str, str] | None = None, transport: str = "loopback",
                  metadata_store: str = "embedded", zookeeper_connect: str | None = None,
                  log_dirs_per_broker: int = 1, hooks: Hooks | None = None,
-                 fast_failure: bool = True, base_port: int = 0) -> None:
+                 fast_failure: bool = True, base_port: int = 0,
+                 background: bool = True) -> None:
         if transport not in ("loopback", "tcp"):
             raise ValueError(f"transport must be loopback or tcp, got {transport!r}")
         self.directory = Path(directory)
@@ -70,9 +75,10 @@ class LocalCluster:
         self.log_dirs_per_broker = log_dirs_per_broker
         self.hooks = hooks
         self.base_port = base_port
+        self.background = background
         self.network = LoopbackNetwork() if transport == "loopback" else None
         self.embedded: EmbeddedMetadataServer | None = None
-        self.brokers: dict[int, ClusterBroker] = {}
+        self.brokers: dict[int, Broker] = {}
         self._clients: list[ClusterClient] = []
 
     def broker_config(self, broker_id: int) -> dict[str, str]:
@@ -105,15 +111,16 @@ class LocalCluster:
             raise
         return self
 
-    def start_broker(self, broker_id: int) -> ClusterBroker:
+    def start_broker(self, broker_id: int) -> Broker:
         """Start (or restart) one broker."""
-        broker = ClusterBroker(self.broker_config(broker_id), network=self.network,
-                               embedded_server=self.embedded, hooks=self.hooks)
+        broker = Broker(self.broker_config(broker_id), cluster=True, network=self.network,
+                        embedded_server=self.embedded, hooks=self.hooks,
+                        background=self.background)
         self.brokers[broker_id] = broker
         broker.start()
         return broker
 
-    def broker(self, broker_id: int) -> ClusterBroker:
+    def broker(self, broker_id: int) -> Broker:
         return self.brokers[broker_id]
 
     @property
@@ -163,7 +170,7 @@ class LocalCluster:
         """Stop a broker (controlled shutdown first by default)."""
         self.brokers[broker_id].shutdown(controlled=controlled)
 
-    def restart(self, broker_id: int) -> ClusterBroker:
+    def restart(self, broker_id: int) -> Broker:
         """Start a stopped or killed broker again on its data."""
         old = self.brokers.get(broker_id)
         if old is not None and old.started:

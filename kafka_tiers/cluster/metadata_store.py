@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import enum
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,19 @@ from kafka_tiers.api.errors import KafkaTiersError
 
 #: Notification callback: called with the path that changed (from the store's own thread).
 Watcher = Callable[[str], None]
+
+
+class SessionEvent(enum.Enum):
+    """What happened to a store session (given to :meth:`MetadataStore.on_session_event`)."""
+
+    #: the session is gone and its ephemeral nodes with it
+    EXPIRED = "expired"
+    #: a new session replaced the expired one: the owner re-creates its ephemeral nodes
+    RECONNECTED = "reconnected"
+
+
+#: Session callback: called with each :class:`SessionEvent` (from the store's own thread).
+SessionListener = Callable[[SessionEvent], None]
 
 
 class MetadataStoreError(KafkaTiersError):
@@ -135,8 +149,9 @@ class MetadataStore(abc.ABC):
 
     * :meth:`start` opens the session; ephemeral nodes live as long as it. When the session
       expires the ephemeral nodes are deleted by the service and the callbacks given to
-      :meth:`on_session_event` are called with ``"expired"`` (then ``"reconnected"`` once a new
-      session exists: the owner must re-create its ephemeral nodes).
+      :meth:`on_session_event` are called with :attr:`SessionEvent.EXPIRED` (then
+      :attr:`SessionEvent.RECONNECTED` once a new session exists: the owner must re-create its
+      ephemeral nodes).
     * Versions start at 0 on create and grow by one on every set; ``version=-1`` means any.
     * :meth:`multi` applies all operations or none (``BadVersionError``, ``NoNodeError``,
       ``NodeExistsError`` name the first failing one).
@@ -218,9 +233,9 @@ class MetadataStore(abc.ABC):
         now)."""
 
     @abc.abstractmethod
-    def on_session_event(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback("expired")`` when the session is lost and ``callback("reconnected")``
-        when a new one replaced it."""
+    def on_session_event(self, callback: SessionListener) -> None:
+        """Call ``callback(SessionEvent.EXPIRED)`` when the session is lost and
+        ``callback(SessionEvent.RECONNECTED)`` when a new one replaced it."""
 
     # -------------------------------------------------------------- conveniences
 
@@ -626,7 +641,9 @@ __all__ = [
     "NotEmptyError",
     "Op",
     "PartitionState",
+    "SessionEvent",
     "SessionExpiredError",
+    "SessionListener",
     "TopicAssignment",
     "Watcher",
     "broker_path",

@@ -24,6 +24,7 @@ Consumers
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 import logging
 import threading
 import time
@@ -55,8 +56,17 @@ from kafka_tiers.plugins.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
-#: callback for role changes: (partition, "leader"|"follower"|"stopped", leader epoch).
-RoleListener = Callable[[TopicPartition, str, int], None]
+class ReplicaRole(enum.Enum):
+    """The role of a hosted replica, as told to the :data:`RoleListener`."""
+
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    #: no longer hosted here (StopReplica); its leader epoch is given as -1
+    STOPPED = "stopped"
+
+
+#: callback for role changes: (partition, role, leader epoch).
+RoleListener = Callable[[TopicPartition, ReplicaRole, int], None]
 #: reads record batches of a tiered partition from the remote tier (below the local log):
 #: (partition, offset, max bytes) -> batches, or None when the partition is not tiered.
 RemoteReader = Callable[[TopicPartition, int, int], bytes | None]
@@ -425,7 +435,8 @@ class ReplicaManager:
             else:
                 self._become_follower(p)
         if self.on_role is not None:
-            self.on_role(tp, "leader" if leader == self.broker_id else "follower", epoch)
+            self.on_role(tp, ReplicaRole.LEADER if leader == self.broker_id
+                         else ReplicaRole.FOLLOWER, epoch)
 
     def _become_leader(self, p: Partition) -> None:
         self._remove_from_fetchers(p.tp)
@@ -475,7 +486,7 @@ class ReplicaManager:
                     p.is_leader = False
                     p.cond.notify_all()
             if self.on_role is not None:
-                self.on_role(tp, "stopped", -1)
+                self.on_role(tp, ReplicaRole.STOPPED, -1)
             if body.get("delete"):
                 self.log_manager.delete_log(tp)
             out.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
@@ -763,4 +774,4 @@ class ReplicaManager:
         self._isr_thread.join(timeout=5)
 
 
-__all__ = ["Partition", "ReplicaManager", "RoleListener"]
+__all__ = ["Partition", "RemoteReader", "ReplicaManager", "ReplicaRole", "RoleListener"]

@@ -5,15 +5,15 @@ real ZooKeeper ensemble through kazoo, with document 003's paths (see
 Node data is JSON; ``multi`` is ZooKeeper's ``multi`` (kazoo's ``transaction()``), so the
 controller's batched failover writes are one round trip per batch. Watches are kazoo's
 ``ChildrenWatch`` / ``DataWatch``, which re-register themselves and survive a new session.
-A lost session (``LOST``) is reported as ``"expired"``; the next ``CONNECTED`` after it as
-``"reconnected"`` (the owner re-creates its ephemeral nodes).
+A lost session (``LOST``) is reported as ``SessionEvent.EXPIRED``; the next ``CONNECTED`` after
+it as ``SessionEvent.RECONNECTED`` (the owner re-creates its ephemeral nodes).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kafka_tiers.cluster.metadata_store import (
@@ -24,7 +24,9 @@ from kafka_tiers.cluster.metadata_store import (
     NoNodeError,
     NotEmptyError,
     Op,
+    SessionEvent,
     SessionExpiredError,
+    SessionListener,
     Watcher,
     decode,
     encode,
@@ -62,7 +64,7 @@ class ZooKeeperStore(MetadataStore):
         self.hosts = hosts
         self.session_timeout_ms = session_timeout_ms
         self._client: Any = None
-        self._session_callbacks: list[Callable[[str], None]] = []
+        self._session_callbacks: list[SessionListener] = []
         self._lost = False
         self._closed = False
         self._lock = threading.Lock()
@@ -93,12 +95,12 @@ class ZooKeeperStore(MetadataStore):
 
         if state == KazooState.LOST and not self._closed:
             self._lost = True
-            self._dispatch("expired")
+            self._dispatch(SessionEvent.EXPIRED)
         elif state == KazooState.CONNECTED and self._lost and not self._closed:
             self._lost = False
-            self._dispatch("reconnected")
+            self._dispatch(SessionEvent.RECONNECTED)
 
-    def _dispatch(self, event: str) -> None:
+    def _dispatch(self, event: SessionEvent) -> None:
         # never block kazoo's connection thread: run the callbacks on its handler
         client = self._client
         if client is None:
@@ -262,7 +264,7 @@ class ZooKeeperStore(MetadataStore):
 
         self.client.DataWatch(path, fire)
 
-    def on_session_event(self, callback: Callable[[str], None]) -> None:
+    def on_session_event(self, callback: SessionListener) -> None:
         self._session_callbacks.append(callback)
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kafka_tiers.api.errors import ConfigError
-from kafka_tiers.cluster.cluster_broker import listen_port
 from kafka_tiers.cluster.embedded_store import EmbeddedStore
+from kafka_tiers.cluster.member import listen_port
 from kafka_tiers.cluster.metadata_store import make_store
 from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
 from kafka_tiers.config import BrokerConfig

@@ -22,6 +22,7 @@ from kafka_tiers.cluster.metadata_store import (
     NotEmptyError,
     Op,
     PartitionState,
+    SessionEvent,
     TopicAssignment,
 )
 from kafka_tiers.cluster.transport import wait_for
@@ -213,16 +214,16 @@ def test_embedded_store_survives_a_restart_and_a_torn_journal(tmp_path: Path) ->
 def test_suspended_session_expires_and_reconnects(tmp_path: Path) -> None:
     server = EmbeddedMetadataServer(None)
     s = EmbeddedStore(server, session_timeout_ms=200)
-    events: list[str] = []
+    events: list[SessionEvent] = []
     s.on_session_event(events.append)
     s.start()
     try:
         s.create("/x", 1, ephemeral=True)
         s.suspend()
-        assert wait_for(lambda: "expired" in events, 5)
+        assert wait_for(lambda: SessionEvent.EXPIRED in events, 5)
         assert s.exists("/x") is None
         s.resume()
-        assert wait_for(lambda: "reconnected" in events, 5)
+        assert wait_for(lambda: SessionEvent.RECONNECTED in events, 5)
         s.create("/x", 2, ephemeral=True)
     finally:
         s.close()

@@ -1,17 +1,25 @@
-"""One cluster broker: configuration, the transport server, its registration in the metadata
-store, the replica manager, the controller role and the log manager (plus the remote log
-manager when tiered storage is on).
+"""The cluster membership of a broker: its metadata-store session and registration, its
+transport endpoint, the replica manager, the controller role and the controlled shutdown.
 
-Startup (document 003 section E): open the logs; delete local replicas of partitions the
-store no longer assigns to this broker (document 003 discussion 5); register
-``/brokers/ids/<id>`` (ephemeral, with host, port and rack); the controller then sends the
-broker its partitions' leaders and ISRs. A broker whose session expired (a paused process)
-registers again when it runs again; the controller then resends its state.
+A :class:`ClusterMember` is a part of the one broker (:class:`kafka_tiers.broker.Broker`), not a
+broker of its own: the broker opens the logs, starts the remote tier, owns the hooks, the
+metrics and the topic configuration, and hands the member what it needs (the log manager, a
+role listener, a remote reader and the topic configuration for the controller). Nothing here
+composes logs or the remote tier.
+
+Startup (document 003 section E), in two steps the broker interleaves with its own:
+:meth:`ClusterMember.open_session` opens the metadata-store session; :meth:`ClusterMember.join`
+starts the replica manager and the endpoint, deletes local replicas of partitions the store no
+longer assigns to this broker (document 003 discussion 5), registers ``/brokers/ids/<id>``
+(ephemeral, with host, port and rack) and takes part in the controller election; the
+controller then sends the broker its partitions' leaders and ISRs. A broker whose session
+expired (a paused process) registers again when it runs again; the controller then resends its
+state.
 
 Shutdown: with ``controlled.shutdown.enable`` the broker first asks the controller to move
 its leaderships away (ControlledShutdown, retried ``controlled.shutdown.max.retries`` times),
-then stops. :meth:`ClusterBroker.kill` is the abrupt in-process death (tests); a real process
-is simply killed.
+then stops. :meth:`ClusterMember.kill_session` is the abrupt in-process death (tests); a real
+process is simply killed.
 """
 
 from __future__ import annotations
@@ -21,21 +29,22 @@ import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kafka_tiers.api.cluster import TopicPartition
-from kafka_tiers.cluster.controller import Controller
+from kafka_tiers.cluster.controller import Controller, TopicConfigPolicy
 from kafka_tiers.cluster.metadata_store import (
     BrokerRegistration,
     ClusterMetadata,
     MetadataStore,
     MetadataStoreError,
     NodeExistsError,
+    SessionEvent,
     make_store,
 )
-from kafka_tiers.cluster.replica_manager import ReplicaManager
+from kafka_tiers.cluster.replica_manager import RemoteReader, ReplicaManager, RoleListener
 from kafka_tiers.cluster.transport import (
     LOOPBACK,
     ApiError,
@@ -70,33 +79,39 @@ def listen_port(config: Mapping[str, Any]) -> int:
     return int(config["port"])
 
 
-class ClusterBroker:
-    """A broker of a cluster (see the module docstring).
+class ClusterMember:
+    """The cluster part of one broker (see the module docstring).
 
     Args:
         config: the broker configuration.
+        log_manager: the broker's logs (started).
+        hooks: the broker's hook facade.
+        topic_configs: the broker's topic configuration, for the controller.
+        on_role: told every role change of a hosted replica (the broker's remote tier
+            follows it).
+        remote_reader: serves consumer reads below the local log of tiered partitions.
         network: run in-process on this loopback network instead of TCP on 127.0.0.1.
         embedded_server: the in-process embedded metadata server to use (``metadata.store=
             embedded``); by default the one of ``metadata.dir``.
-        hooks: the hook facade.
         placer: a placer instance instead of ``broker.replica.placer`` (tests).
-        remote_storage: a storage plugin instance instead of ``remote.storage.manager.class``.
     """
 
-    def __init__(self, config: BrokerConfig | Mapping[str, str], *,
-                 network: LoopbackNetwork | None = None, embedded_server: Any = None,
-                 hooks: Hooks | None = None, placer: Any = None,
-                 remote_storage: Any = None) -> None:
-        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
-        self.broker_id: int = int(self.config["broker.id"])
-        self.rack: str | None = self.config["broker.rack"]
-        self.hooks = hooks if hooks is not None else Hooks()
+    def __init__(self, config: BrokerConfig, log_manager: LogManager, *, hooks: Hooks,
+                 topic_configs: TopicConfigPolicy, on_role: RoleListener,
+                 remote_reader: RemoteReader, network: LoopbackNetwork | None = None,
+                 embedded_server: Any = None, placer: Any = None) -> None:
+        self.config = config
+        self.broker_id: int = int(config["broker.id"])
+        self.rack: str | None = config["broker.rack"]
+        self.log_manager = log_manager
+        self.hooks = hooks
+        self.topic_configs = topic_configs
+        self.on_role = on_role
+        self.remote_reader = remote_reader
         self.network = network
         self._embedded_server = embedded_server
         self._placer = placer
-        self._given_storage = remote_storage
         self.core: PlacementService | None = None
-        self.log_manager: LogManager | None = None
         self.store: MetadataStore | None = None
         self.metadata: ClusterMetadata | None = None
         self.client: Client | None = None
@@ -105,131 +120,64 @@ class ClusterBroker:
         self.address = ""
         self.replicas: ReplicaManager | None = None
         self.controller: Controller | None = None
-        self.rlm: Any = None
-        self._storage: Any = None
-        self._started = False
         self._register_lock = threading.Lock()
         self._stopping = False
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, register_timeout: float | None = None) -> ClusterBroker:
-        """Start everything and register; returns once registered.
+    def open_session(self) -> None:
+        """Open the metadata-store session (and the placement service and the client).
 
         Raises:
-            MetadataStoreError: the store is unreachable, or this broker id stays registered
-                by another live session for ``register_timeout`` seconds.
-            LogDirError, ConfigError: as the log manager and the storage plugin.
+            MetadataStoreError: the store is unreachable.
+            ConfigError: the placer or the store settings are refused.
         """
         cfg = self.config
         self.core = PlacementService(cfg, hooks=self.hooks, placer=self._placer)
-        self.log_manager = LogManager.from_config(
-            cfg, hooks=self.hooks,
-            meta_properties={"version": "1", "node.id": str(self.broker_id)})
-        self.log_manager.startup()
-        try:
-            self.client = LoopbackClient(self.network) if self.network is not None \
-                else TcpClient()
-            self.store = make_store(cfg, embedded_server=self._embedded_server)
-            self.store.start()
-            self.metadata = ClusterMetadata(self.store)
-            self.metadata.ensure_layout()
-            if cfg["remote.log.storage.enable"]:
-                self._start_remote()
-            self.replicas = ReplicaManager(self.broker_id, self.log_manager, self.metadata,
-                                           self.client, cfg, hooks=self.hooks,
-                                           on_role=self._on_role,
-                                           remote_reader=self._read_remote)
-            self._register_handlers()
-            if self.network is not None:
-                self.address = f"{INPROC_HOST}:{19000 + self.broker_id}"
-                self.network.bind(self.address, self.handlers)
-            else:
-                self.server = TcpServer(self.handlers, listen_port(cfg)).start()
-                self.address = self.server.address
-            self._delete_unassigned()
-            self.controller = Controller(self.broker_id, self.metadata, self.client,
-                                         self.core)
-            self.store.on_session_event(self._on_session)
-            timeout = register_timeout if register_timeout is not None else \
-                cfg["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
-            self._register(timeout)
-            self.controller.start()
-            from kafka_tiers.broker.admin_channel import AdminChannel
+        self.client = LoopbackClient(self.network) if self.network is not None \
+            else TcpClient()
+        self.store = make_store(cfg, embedded_server=self._embedded_server)
+        self.store.start()
+        self.metadata = ClusterMetadata(self.store)
+        self.metadata.ensure_layout()
 
-            AdminChannel(self.log_manager).attach()
-            self.log_manager.start_scheduler()
-            if self.rlm is not None:
-                self.rlm.start()
-        except BaseException:
-            self._stop_all()
-            raise
-        self._started = True
-        self.hooks.broker_started(self.broker_id, cfg)
-        return self
+    def join(self, register_timeout: float | None = None) -> None:
+        """Serve replicas, listen, register and take part in the controller election;
+        returns once registered.
 
-    def _start_remote(self) -> None:
-        from kafka_tiers.remote.guarded import GuardedRemoteStorage, secret_values
-        from kafka_tiers.remote.remote_log_manager import RemoteLogManager
-
+        Raises:
+            MetadataStoreError: this broker id stays registered by another live session for
+                ``register_timeout`` seconds (default: twice the session timeout plus 5 s).
+        """
         cfg = self.config
-        rsm_config = cfg.prefixed("rsm.config.")
-        if self._given_storage is not None:
-            storage = GuardedRemoteStorage(self._given_storage,
-                                           type(self._given_storage).__name__,
-                                           secrets=secret_values(rsm_config))
+        assert self.metadata is not None and self.client is not None and self.store is not None
+        assert self.core is not None
+        self.replicas = ReplicaManager(self.broker_id, self.log_manager, self.metadata,
+                                       self.client, cfg, hooks=self.hooks,
+                                       on_role=self.on_role, remote_reader=self.remote_reader)
+        self._register_handlers()
+        if self.network is not None:
+            self.address = f"{INPROC_HOST}:{19000 + self.broker_id}"
+            self.network.bind(self.address, self.handlers)
         else:
-            storage = GuardedRemoteStorage.load(cfg["remote.storage.manager.class"], rsm_config)
-        self._storage = storage
-        assert self.log_manager is not None
-        lm = self.log_manager
-        self.rlm = RemoteLogManager(
-            storage, cfg, broker_id=self.broker_id, log_of=lm.get_log,
-            tiering_of=self._tiering_of, work_dir=Path(cfg["log.dirs"][0]) / "kafka-tiers-remote",
-            hooks=self.hooks)
+            self.server = TcpServer(self.handlers, listen_port(cfg)).start()
+            self.address = self.server.address
+        self._delete_unassigned()
+        self.controller = Controller(self.broker_id, self.metadata, self.client, self.core,
+                                     topic_configs=self.topic_configs)
+        self.store.on_session_event(self._on_session)
+        timeout = register_timeout if register_timeout is not None else \
+            cfg["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
+        self._register(timeout)
+        self.controller.start()
 
-    def _tiering_of(self, tp: TopicPartition) -> Any:
-        from kafka_tiers.log.config import LogConfig
-        from kafka_tiers.remote.config import resolve_topic_tiering
-
+    def topic_config(self, tp: TopicPartition) -> dict[str, str]:
+        """The topic-level config of a hosted replica's topic, as the controller sent it
+        (empty when the replica is not hosted here)."""
         part = self.replicas.partitions.get(tp) if self.replicas is not None else None
-        topic_cfg = part.topic_config if part is not None else {}
-        lc = LogConfig.from_broker(self.config, topic_cfg)
-        return resolve_topic_tiering(self.config, topic_cfg, retention_ms=lc.retention_ms,
-                                     retention_bytes=lc.retention_bytes)
-
-    def _tiered(self, tp: TopicPartition) -> bool:
-        try:
-            return bool(self._tiering_of(tp).remote_storage_enable)
-        except Exception:
-            return False
-
-    def _on_role(self, tp: TopicPartition, role: str, epoch: int) -> None:
-        """Tiered storage follows leadership: only the leader copies; followers refresh the
-        remote listing; a new leader continues after the highest remote offset."""
-        rlm = self.rlm
-        if rlm is None:
-            return
-        if role == "stopped":
-            rlm.stop_partition(tp)
-        elif self._tiered(tp):
-            if role == "leader":
-                rlm.become_leader(tp, epoch)
-            else:
-                rlm.become_follower(tp)
-
-    def _read_remote(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | None:
-        """Batches below the local log of a tiered partition, from the remote tier."""
-        from kafka_tiers.api.errors import RemoteResourceNotFoundError
-
-        if self.rlm is None or not self._tiered(tp):
-            return None
-        try:
-            return bytes(self.rlm.read(tp, offset, max_bytes).records)
-        except RemoteResourceNotFoundError:
-            return None
+        return dict(part.topic_config) if part is not None else {}
 
     def _delete_unassigned(self) -> None:
-        assert self.metadata is not None and self.log_manager is not None
+        assert self.metadata is not None
         assigned: set[TopicPartition] = set()
         for topic in self.metadata.topics():
             asg = self.metadata.topic(topic)
@@ -242,8 +190,6 @@ class ClusterBroker:
                 self.log_manager.delete_log(tp)
 
     def _registration(self) -> BrokerRegistration:
-        import uuid
-
         host, _, port = self.address.rpartition(":")
         return BrokerRegistration(self.broker_id, host, int(port), self.rack,
                                   uuid.uuid4().hex)
@@ -263,8 +209,8 @@ class ClusterBroker:
                         f"(or a dead one whose session has not expired yet)") from None
                 time.sleep(0.1)
 
-    def _on_session(self, event: str) -> None:
-        if event == "reconnected" and not self._stopping:
+    def _on_session(self, event: SessionEvent) -> None:
+        if event is SessionEvent.RECONNECTED and not self._stopping:
             log.info("broker %s: new session; registering again", self.broker_id)
             threading.Thread(target=self._reregister, daemon=True,
                              name=f"reregister-{self.broker_id}").start()
@@ -275,30 +221,21 @@ class ClusterBroker:
         except MetadataStoreError as exc:
             log.error("broker %s: cannot register again: %s", self.broker_id, exc)
 
-    def shutdown(self, controlled: bool | None = None) -> None:
-        """Stop; first a controlled shutdown when enabled (``controlled`` overrides the
-        config). Safe to call twice."""
-        if not self._started:
-            return
+    def leave(self, controlled: bool) -> None:
+        """Stop re-registering; first, with ``controlled``, move this broker's leaderships
+        away through the controller (retried ``controlled.shutdown.max.retries`` times)."""
         self._stopping = True
-        if (self.config["controlled.shutdown.enable"] if controlled is None else controlled):
+        if controlled and self.metadata is not None and self.client is not None:
             self._controlled_shutdown()
-        self.hooks.broker_stopping(self.broker_id, True)
-        self._stop_all()
 
-    def kill(self) -> None:
-        """Die abruptly (in-process tests): stop answering, lose the session at once, stop
-        every thread; no controlled shutdown."""
-        if not self._started:
-            return
+    def kill_session(self) -> None:
+        """Die abruptly (in-process tests): stop answering and lose the session at once."""
         self._stopping = True
-        if self.network is not None:
+        if self.network is not None and self.address:
             self.network.unbind(self.address)
-        store = self.store
-        expire = getattr(store, "expire_now", None)
+        expire = getattr(self.store, "expire_now", None)
         if expire is not None:
             expire()
-        self._stop_all()
 
     def pause(self) -> None:
         """Freeze like SIGSTOP (in-process tests): no answers, no heartbeats, no fetching."""
@@ -358,8 +295,11 @@ class ClusterBroker:
         assert self.controller is not None
         return self.controller.controlled_shutdown(self.broker_id)
 
-    def _stop_all(self) -> None:
-        self._started = False
+    def stop(self) -> None:
+        """Stop the controller, the endpoint, the replica manager, the store session, the
+        client and the placement service (the broker stops its remote tier and logs after
+        this). Safe to call twice."""
+        self._stopping = True
         if self.controller is not None:
             self.controller.stop()
         if self.network is not None and self.address:
@@ -372,32 +312,10 @@ class ClusterBroker:
         if self.store is not None:
             with contextlib.suppress(MetadataStoreError):
                 self.store.close()
-        if self.rlm is not None:
-            self.rlm.shutdown()
-            self.rlm = None
-        if self._storage is not None:
-            try:
-                self._storage.close()
-            except Exception as exc:
-                log.warning("closing the storage plugin failed: %s", exc)
-            self._storage = None
-        if self.log_manager is not None:
-            self.log_manager.shutdown()
-            self.log_manager = None
         if self.client is not None:
             self.client.close()
         if self.core is not None:
             self.core.close()
-
-    @property
-    def started(self) -> bool:
-        return self._started
-
-    def __enter__(self) -> ClusterBroker:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     # ------------------------------------------------------------------ request handlers
     def _register_handlers(self) -> None:
@@ -455,7 +373,7 @@ class ClusterBroker:
         if md is None:
             raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
         wanted = req.body.get("topics")
-        topics = []
+        topics: list[dict[str, Any]] = []
         for topic in (wanted if wanted is not None else md.topics()):
             asg = md.topic(topic)
             if asg is None:
@@ -537,15 +455,11 @@ class ClusterBroker:
         return Response({"partitions": entries})
 
     def _describe_log_dirs(self, req: Request) -> Response:
-        if self.log_manager is None:
-            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
         rows = self.log_manager.describe_log_dirs(req.body.get("log_dirs"),
                                                   req.body.get("topics"))
         return Response({"log_dirs": [_jsonable(dataclasses.asdict(r)) for r in rows]})
 
     def _alter_log_dirs(self, req: Request) -> Response:
-        if self.log_manager is None:
-            raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
         moves = {TopicPartition(m["topic"], int(m["partition"])): m["log_dir"]
                  for m in req.body["moves"]}
         result = self.log_manager.alter_replica_log_dirs(moves)
@@ -564,4 +478,4 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-__all__ = ["INPROC_HOST", "LOOPBACK", "ClusterBroker", "listen_port"]
+__all__ = ["INPROC_HOST", "LOOPBACK", "ClusterMember", "listen_port"]
