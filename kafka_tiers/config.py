@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_tiers.api.errors import ConfigError
+from kafka_tiers.api.secret import Secret
 
 _REQUIRED = object()
 
@@ -126,7 +127,9 @@ class ConfigKey:
         default: the value when absent (already typed); ``None`` allowed; omit for required.
         doc: one sentence for people.
         aliases: other names accepted for the same key.
-        secret: never repeat its value in errors or output.
+        secret: its value is a credential: the config holds it (and its raw text) as a
+            :class:`~kafka_tiers.api.Secret` of the stripped text, never repeated in errors or
+            output.
         check: an extra check on the typed value returning a problem in words, or None.
     """
 
@@ -203,19 +206,26 @@ class BrokerConfig(Mapping[str, Any]):
 
     Indexing by a declared key gives its typed value (the default when absent); the raw
     strings of every key, declared or not, stay available through :attr:`originals` and
-    :meth:`prefixed`.
+    :meth:`prefixed`. The value of a secret key (``ConfigKey.secret``) is held as a
+    :class:`~kafka_tiers.api.Secret`, typed value and raw text alike (its type still checks
+    it); ``repr`` shows the given declared keys with secrets as ``<hidden>`` and no plugin key.
+    Values given may be ``str`` or :class:`~kafka_tiers.api.Secret`.
 
     Raises:
         ConfigError: on construction, for the first bad, missing or conflicting value.
     """
 
-    def __init__(self, values: Mapping[str, str] | None = None) -> None:
-        raw = {str(k).strip(): str(v) for k, v in (values or {}).items()}
+    def __init__(self, values: Mapping[str, str | Secret] | None = None) -> None:
+        raw = {str(k).strip(): v if isinstance(v, Secret) else str(v)
+               for k, v in (values or {}).items()}
         keys = all_keys()
         resolved: dict[str, Any] = {}
         originals = dict(raw)
         for key in keys.values():
-            given = [(n, raw[n]) for n in (key.name, *key.aliases) if n in raw]
+            given = [(n, _text(raw[n])) for n in (key.name, *key.aliases) if n in raw]
+            if key.secret:
+                for n, _ in given:
+                    originals[n] = Secret.of(raw[n])  # type: ignore[assignment]
             if len({v.strip() for _, v in given}) > 1:
                 names = " and ".join(n for n, _ in given)
                 raise ConfigError(f"{names} are the same setting and disagree; give one",
@@ -226,7 +236,7 @@ class BrokerConfig(Mapping[str, Any]):
                 resolved[key.name] = key.default
                 continue
             name, text = given[0]
-            originals[key.name] = text
+            originals[key.name] = Secret(text) if key.secret else text
             try:
                 value = key.type.parse(text)
                 problem = key.check(value) if key.check else None
@@ -238,10 +248,15 @@ class BrokerConfig(Mapping[str, Any]):
                     f"invalid value {shown} for {name}: expected {problem}",
                     key=name, value=None if key.secret else text, expected=problem,
                 )
-            resolved[key.name] = value
+            resolved[key.name] = Secret(text.strip()) if key.secret else value
         self._values = resolved
         self._originals = originals
         self._keys = keys
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{name}={shown}" for name, shown, default in self.describe()
+                          if not default)
+        return f"BrokerConfig({given})"
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str],
@@ -266,17 +281,18 @@ class BrokerConfig(Mapping[str, Any]):
         return len(self._values)
 
     @property
-    def originals(self) -> Mapping[str, str]:
-        """Every raw value as given, declared keys under their canonical name."""
+    def originals(self) -> Mapping[str, str | Secret]:
+        """Every raw value as given, declared keys under their canonical name (the values of
+        secret keys as :class:`~kafka_tiers.api.Secret`)."""
         return dict(self._originals)
 
-    def prefixed(self, prefix: str) -> dict[str, str]:
+    def prefixed(self, prefix: str) -> dict[str, str | Secret]:
         """Raw values of keys starting with ``prefix``, the prefix stripped
         (``placer.seed=7`` -> ``{"seed": "7"}`` for ``prefix="placer."``)."""
         return {k[len(prefix):]: v for k, v in self._originals.items()
                 if k.startswith(prefix) and len(k) > len(prefix)}
 
-    def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
+    def with_overrides(self, overrides: Mapping[str, str | Secret]) -> BrokerConfig:
         """A new config with these raw values replacing the given ones."""
         values = dict(self._originals)
         values.update(overrides)
@@ -289,6 +305,10 @@ class BrokerConfig(Mapping[str, Any]):
             value = self._values[name]
             shown = "<hidden>" if key.secret and value is not None else _show(value)
             yield name, shown, is_default
+
+
+def _text(value: str | Secret) -> str:
+    return value.reveal() if isinstance(value, Secret) else value
 
 
 def _show(value: Any) -> str:

@@ -37,6 +37,7 @@ from kafka_tiers.api.objectstore import (
 )
 from kafka_tiers.api.placement import PlacementSpec, ReplicaPlacer
 from kafka_tiers.api.plugin import Plugin
+from kafka_tiers.api.secret import Secret
 from kafka_tiers.api.storage import (
     IndexType,
     LogSegmentData,
@@ -80,6 +81,7 @@ __all__ = [
     "RemoteStorageManager",
     "ReplicaPlacer",
     "RetriableRemoteStorageError",
+    "Secret",
     "StorageCapability",
     "TopicPartition",
     "check_range",

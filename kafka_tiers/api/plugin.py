@@ -30,13 +30,16 @@ class Plugin(ABC):  # noqa: B024
     """
 
     SUPPORTED_SPI: ClassVar[str | None] = None
+    SECRET_KEYS: ClassVar[frozenset[str]] = frozenset()
 
     def configure(self, config: Mapping[str, str]) -> None:  # noqa: B027
         """Receive the plugin's own settings.
 
         Args:
             config: string keys and string values, with the config prefix already stripped
-                (``placer.seed=7`` in ``server.properties`` arrives as ``{"seed": "7"}``).
+                (``placer.seed=7`` in ``server.properties`` arrives as ``{"seed": "7"}``); the
+                value of a key in :attr:`SECRET_KEYS` may arrive as a
+                :class:`~kafka_tiers.api.Secret` (accept both: ``Secret.of(value)``).
 
         Raises:
             ConfigError: a value is missing or malformed; the error names the key, never the

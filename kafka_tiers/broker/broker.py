@@ -69,6 +69,7 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RemoteStorageError,
     RemoteStorageManager,
+    Secret,
     TopicPartition,
 )
 from kafka_tiers.broker.admin_channel import AdminChannel
@@ -91,6 +92,7 @@ from kafka_tiers.log.names import validate_topic
 from kafka_tiers.log.records import ProducerRecord, Record, RecordBatch, build_batch
 from kafka_tiers.log.segment import SegmentInfo
 from kafka_tiers.plugins.hooks import Hooks
+from kafka_tiers.plugins.secrets import secret_config, secret_keys_of, storage_secret_keys
 from kafka_tiers.remote.config import TopicTiering, validate_broker
 from kafka_tiers.remote.guarded import GuardedRemoteStorage, secret_values
 from kafka_tiers.remote.metrics import RemoteStorageMetrics
@@ -299,7 +301,10 @@ class Broker:
         (loaded now, or retried by the remote log manager while the tier is down) and the
         remote log manager with the broker's metrics and hooks."""
         name = self.config["remote.storage.manager.class"]
-        rsm_config = self.config.prefixed("rsm.config.")
+        # the plugin's declared secret keys held as Secret from here on (kafka_tiers.api.Secret)
+        given_keys = (secret_keys_of(self._given_storage) if self._given_storage is not None
+                      else storage_secret_keys(name))
+        rsm_config = secret_config(self.config.prefixed("rsm.config."), given_keys)
         secrets = secret_values(rsm_config)
         source: RemoteStorageManager | Callable[[], RemoteStorageManager]
         if self._given_storage is not None:
@@ -315,10 +320,8 @@ class Broker:
                     if isinstance(exc, PluginError) and getattr(exc, "cause",
                                                                 None) != "configure failed":
                         raise
-                    message = str(exc)
-                    for secret in secrets:
-                        message = message.replace(secret, "<hidden>")
-                    raise RemoteStorageError(message, plugin=name, retriable=True) from None
+                    raise RemoteStorageError(Secret.hide(str(exc), secrets), plugin=name,
+                                             retriable=True) from None
                 self._storage = storage
                 return storage
 

@@ -20,6 +20,10 @@ test paths on its command line, the suite's package directory replaces the defau
 ``kafka_tiers/conformance`` (``--confcutdir``). Explicit paths are kept as given. A suite option
 whose package is not installed is a usage error.
 
+Secrets: every test report passes through
+:func:`kafka_tiers.conformance.report_secrets.hide_secrets_in_report` (nothing happens while no
+:class:`kafka_tiers.api.Secret` exists in the process).
+
 Summary: a test of a suite takes part in the end-of-run summary by putting these pairs in its
 ``user_properties`` (the placer suite's base class does this for every test):
 
@@ -161,6 +165,18 @@ class _RunState:
         default_factory=dict)
 
 
+@_hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    """Hide every live secret (:class:`kafka_tiers.api.Secret`) in the report before anything
+    prints it, ``-l`` locals of a client library's frames included (pytest hook; see
+    :mod:`kafka_tiers.conformance.report_secrets`)."""
+    report = yield
+    from kafka_tiers.conformance.report_secrets import hide_secrets_in_report
+
+    hide_secrets_in_report(report)
+    return report
+
+
 def pytest_runtest_logreport(report: Any) -> None:
     """Record the outcome of conformance tests for the summary (pytest hook)."""
     props = dict((k, v) for k, v in report.user_properties if isinstance(k, str))
@@ -288,6 +304,7 @@ __all__ = [
     "pytest_configure",
     "pytest_load_initial_conftests",
     "pytest_runtest_logreport",
+    "pytest_runtest_makereport",
     "pytest_sessionfinish",
     "pytest_sessionstart",
     "pytest_terminal_summary",

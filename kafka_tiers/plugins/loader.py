@@ -32,6 +32,8 @@ from kafka_tiers.api import SPI_VERSION
 from kafka_tiers.api.errors import ConfigError, KafkaTiersError, PluginError
 from kafka_tiers.api.placement import ReplicaPlacer
 from kafka_tiers.api.plugin import Plugin
+from kafka_tiers.api.secret import Secret
+from kafka_tiers.plugins.secrets import secret_config, secret_keys_of
 
 log = logging.getLogger(__name__)
 
@@ -280,19 +282,22 @@ def create(group: str, name_or_path: str, config: Mapping[str, str] | None = Non
     except Exception as exc:
         raise PluginError(f"{label} could not be created: {type(exc).__name__}: {exc}",
                           plugin=name_or_path, cause="constructor failed") from None
-    cfg = {str(k): str(v) for k, v in (config or {}).items()}
+    # the plugin's declared SECRET_KEYS become Secrets here, before the plugin sees them
+    cfg = secret_config({str(k): v if isinstance(v, Secret) else str(v)
+                         for k, v in (config or {}).items()}, secret_keys_of(cls))
     try:
         plugin.configure(cfg)
     except ConfigError as exc:
         _close_quietly(plugin)
-        raise ConfigError(f"{label}: {exc}", key=exc.key, value=exc.value,
+        raise ConfigError(Secret.hide(f"{label}: {exc}"), key=exc.key, value=exc.value,
                           expected=exc.expected) from None
     except KafkaTiersError:
         _close_quietly(plugin)
         raise
     except Exception as exc:
         _close_quietly(plugin)
-        raise PluginError(f"{label} failed to configure: {type(exc).__name__}: {exc}",
+        raise PluginError(Secret.hide(f"{label} failed to configure: "
+                                       f"{type(exc).__name__}: {exc}"),
                           plugin=name_or_path, cause="configure failed") from None
     log.debug("loaded %s", label)
     return plugin

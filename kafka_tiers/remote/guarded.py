@@ -13,7 +13,9 @@ delegating to a plugin, and on the way:
   operation, keeping the plugin's own storage errors (not-found stays not-found);
 - serialises the calls (and stream reads) of a plugin that does not declare
   ``concurrent_access``;
-- never lets a secret through: values of the plugin's secret config keys are replaced by
+- never lets a secret through: the values of the keys the plugin declares secret
+  (``SECRET_KEYS``, see :mod:`kafka_tiers.plugins.secrets`) reach it as
+  :class:`~kafka_tiers.api.Secret`, they and every other live secret are replaced by
   ``<hidden>`` in every message it raises or logs, and the foreign exception chain is dropped;
 - offers the optional operations (:data:`OPTIONAL_OPERATIONS`: orphan collection, reading a
   segment's manifest, object keys, listing topics and partitions) as methods of its own, with
@@ -29,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO, TypeVar
@@ -44,7 +45,9 @@ from kafka_tiers.api import (
     StorageCapability,
     TopicPartition,
 )
+from kafka_tiers.api.secret import Secret
 from kafka_tiers.api.storage import check_range
+from kafka_tiers.plugins.secrets import secret_config, secret_keys_of
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +59,18 @@ DEFAULT_CUSTOM_METADATA_MAX_BYTES = 128
 OPTIONAL_OPERATIONS = ("collect_orphans", "read_manifest", "object_key", "list_topics",
                        "list_partitions")
 
-_SECRET_KEY = re.compile(
-    r"(pass(word|phrase)?|secret|token|credential|sas|private[._-]?key|access[._-]?key|"
-    r"account[._-]?key|api[._-]?key|auth|connection[._-]?string)", re.IGNORECASE)
 
 T = TypeVar("T")
 
 
-def secret_values(config: Mapping[str, str]) -> list[str]:
-    """The values of the keys of ``config`` whose names look secret (password, secret, token,
-    credential, sas, access key, account key, api key, auth), longest first."""
-    found = {str(v) for k, v in config.items() if _SECRET_KEY.search(str(k)) and v
-             and len(str(v)) >= 3}
-    return sorted(found, key=len, reverse=True)
+def secret_values(config: Mapping[str, str | Secret], keys: Iterable[str] = ()
+                  ) -> list[Secret]:
+    """The secrets of a plugin's ``config``, for the guard to hide from foreign exception text:
+    the values already held as :class:`~kafka_tiers.api.Secret`, and the values of ``keys``
+    (the plugin's declared ``SECRET_KEYS``, :func:`~kafka_tiers.plugins.secrets.secret_keys_of`)
+    wrapped. What is secret is declared by the plugin, never guessed from key names."""
+    return [v for v in secret_config(config, keys).values()
+            if isinstance(v, Secret) and v]
 
 
 class UnsupportedStorageOperationError(RemoteStorageError):
@@ -89,18 +91,19 @@ class GuardedRemoteStorage(RemoteStorageManager):
     Args:
         plugin: the configured plugin.
         name: its name in messages (the entry-point name or import path it was loaded by).
-        secrets: strings never to repeat (use :func:`secret_values` of its config).
+        secrets: secrets never to repeat beyond the live ones (:func:`secret_values` of its
+            config); a ``str`` is wrapped in a :class:`~kafka_tiers.api.Secret`.
         custom_metadata_max_bytes: the most custom metadata a copy may return.
     """
 
     def __init__(self, plugin: RemoteStorageManager, name: str, *,
-                 secrets: Iterable[str] = (),
+                 secrets: Iterable[Secret | str] = (),
                  custom_metadata_max_bytes: int = DEFAULT_CUSTOM_METADATA_MAX_BYTES) -> None:
         if not isinstance(plugin, RemoteStorageManager):
             raise TypeError(f"{name}: not a RemoteStorageManager: {type(plugin).__name__}")
         self._plugin = plugin
         self._name = name
-        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._secrets = [Secret(s) if isinstance(s, str) else s for s in secrets if s]
         self._max_custom = custom_metadata_max_bytes
         self.CAPABILITIES = frozenset(plugin.CAPABILITIES)  # type: ignore[misc]
         # A plugin that does not declare concurrent_access gets one call at a time (reads of
@@ -121,7 +124,8 @@ class GuardedRemoteStorage(RemoteStorageManager):
 
         cfg = dict(config or {})
         plugin = load_remote_storage(name_or_path, cfg)
-        return cls(plugin, name_or_path, secrets=secret_values(cfg), **kwargs)
+        return cls(plugin, name_or_path, secrets=secret_values(cfg, secret_keys_of(plugin)),
+                   **kwargs)
 
     @property
     def name(self) -> str:
@@ -131,10 +135,9 @@ class GuardedRemoteStorage(RemoteStorageManager):
     # -- plumbing ----------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret replaced by ``<hidden>``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "<hidden>")
-        return text
+        """``text`` with every secret (the plugin's, and every other live
+        :class:`~kafka_tiers.api.Secret`) replaced by ``<hidden>``."""
+        return Secret.hide(text, self._secrets)
 
     def _error(self, op: str, exc: BaseException, segment_id: str | None) -> RemoteStorageError:
         prefix = f"storage plugin {self._name!r}"
@@ -195,11 +198,12 @@ class GuardedRemoteStorage(RemoteStorageManager):
 
     # -- the contract ------------------------------------------------------------------------
 
-    def configure(self, config: Mapping[str, str]) -> None:
-        """Reconfigure the plugin (it was configured when loaded)."""
-        self._secrets = sorted(set(self._secrets) | set(secret_values(config)), key=len,
-                               reverse=True)
-        self._call("configure", None, self._plugin.configure, config)
+    def configure(self, config: Mapping[str, str | Secret]) -> None:
+        """Reconfigure the plugin (it was configured when loaded); the values of the keys it
+        declares secret reach it as :class:`~kafka_tiers.api.Secret`."""
+        keys = secret_keys_of(self._plugin)
+        self._secrets = [*self._secrets, *secret_values(config, keys)]
+        self._call("configure", None, self._plugin.configure, secret_config(config, keys))
 
     def close(self) -> None:
         self._call("close", None, self._plugin.close)

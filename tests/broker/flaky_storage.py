@@ -16,7 +16,10 @@ PATH = "tests.broker.flaky_storage:FlakyLocalStorage"
 
 
 class FlakyLocalStorage(LocalRemoteStorageManager):
-    """The local backend, unreachable while :data:`DOWN` is set."""
+    """The local backend, unreachable while :data:`DOWN` is set; ``password`` is a declared
+    secret key (it reaches configure as a Secret)."""
+
+    SECRET_KEYS = frozenset({"password"})
 
     def configure(self, config: Mapping[str, str]) -> None:
         if DOWN.is_set():

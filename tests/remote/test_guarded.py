@@ -96,7 +96,8 @@ def plugin():
 @pytest.fixture
 def guarded(plugin):
     return GuardedRemoteStorage(plugin, "misbehaving",
-                                secrets=secret_values({"secret.access.key": SECRET}))
+                                secrets=secret_values({"secret.access.key": SECRET},
+                                                      {"secret.access.key"}))
 
 
 def test_well_behaved_calls_pass_through(guarded, tmp_path):
@@ -189,7 +190,9 @@ def test_ranges_are_checked_before_the_plugin_is_called(plugin, guarded):
 def test_secret_values_pick_secret_keys_only():
     config = {"dir": "/data", "s3.secret.access.key": "abcd1234", "azure.sas.token": "sv=x&sig=y",
               "password": "pw12", "bucket": "b", "key.prefix": "p"}
-    assert set(secret_values(config)) == {"abcd1234", "sv=x&sig=y", "pw12"}
+    declared = {"s3.secret.access.key", "azure.sas.token", "password"}  # the plugin's SECRET_KEYS
+    assert {s.reveal() for s in secret_values(config, declared)} == {"abcd1234", "sv=x&sig=y",
+                                                                     "pw12"}
 
 
 def test_load_wraps_an_installed_plugin(tmp_path):
@@ -231,4 +234,5 @@ def test_connection_strings_count_as_secrets():
 
     config = {"azure.connection.string": "AccountKey=abc123==;EndpointSuffix=x",
               "azure.container.name": "logs"}
-    assert secret_values(config) == ["AccountKey=abc123==;EndpointSuffix=x"]
+    found = secret_values(config, {"azure.connection.string"})  # declared by the plugin
+    assert [s.reveal() for s in found] == ["AccountKey=abc123==;EndpointSuffix=x"]

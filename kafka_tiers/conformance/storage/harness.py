@@ -28,7 +28,9 @@ from kafka_tiers.api import (
     RemoteStorageManager,
     TopicPartition,
 )
+from kafka_tiers.api.secret import Secret
 from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager, parse_segment_key
+from kafka_tiers.plugins.secrets import secret_config, secret_keys_of
 
 # --------------------------------------------------------------------------------------------
 # Named checks
@@ -134,16 +136,21 @@ class StorageTarget:
 
     Attributes:
         plugin_class: the plugin's class.
-        config: its configuration (the keys under ``rsm.config.``, prefix stripped).
+        config: its configuration (the keys under ``rsm.config.``, prefix stripped); the
+            values of the keys the plugin declares secret (``SECRET_KEYS``) are held as
+            :class:`~kafka_tiers.api.Secret` from construction on.
         label: the plugin in words, for the report.
         name: the name it is loaded by (entry point or import path), for error messages.
     """
 
     plugin_class: type[RemoteStorageManager]
-    config: Mapping[str, str]
+    config: Mapping[str, str | Secret]
     label: str
     name: str
     _cleanup: list[Path] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.config = secret_config(self.config, secret_keys_of(self.plugin_class))
 
     @classmethod
     def from_class(cls, plugin_class: type[RemoteStorageManager] | type[ObjectStore],
