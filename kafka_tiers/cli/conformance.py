@@ -86,30 +86,42 @@ def placer(ctx: click.Context, name_or_path: str, config: tuple[str, ...],
 
 
 @conformance.command("storage", context_settings={"ignore_unknown_options": True})
-@click.argument("name_or_path")
+@click.argument("name_or_path", required=False)
 @click.option("--config", "config_file", required=True, metavar="FILE",
               type=click.Path(exists=True, dir_okay=False),
-              help="The storage plugin's configuration file.")
+              help="A broker's server.properties (rsm.config.* keys), or a file of the "
+                   "storage plugin's own keys.")
 @click.option("--set", "overrides", multiple=True, metavar="K=V",
               help="A configuration key overriding the file (repeatable).")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def storage(ctx: click.Context, name_or_path: str, config_file: str,
+def storage(ctx: click.Context, name_or_path: str | None, config_file: str,
             overrides: tuple[str, ...], pytest_args: tuple[str, ...]) -> None:
     """Run the remote storage suite against NAME_OR_PATH (an entry-point name in group
     kafka_tiers.remote_storage, or pkg.module:Class). Arguments after `--` go to pytest.
+
+    The config FILE is a broker's server.properties (its rsm.config.* keys; NAME_OR_PATH may
+    then be left out, the plugin being its remote.storage.manager.class) or a file of the
+    plugin's own keys.
 
     \b
     Examples:
       kafka-tiers conformance storage local --config local.properties
       kafka-tiers conformance storage s3 --config s3.properties --set bucket=test -- -x
+      kafka-tiers conformance storage --config /etc/kafka/server.properties -- -x
     """
     from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
+    from kafka_tiers.remote.storage_config import storage_settings
 
-    _pairs(overrides, "--set")
+    if name_or_path is not None and name_or_path.startswith("-"):
+        # no plugin named: the first argument is pytest's (names never start with "-")
+        pytest_args = (name_or_path, *pytest_args)
+        name_or_path = None
+    settings = storage_settings(name_or_path, config_file, _pairs(overrides, "--set"),
+                                storage_option="NAME_OR_PATH")
     suite = _suite_dir("storage")
-    resolve_class(STORAGE_GROUP, name_or_path)  # fail fast on a plugin that does not load
-    args = [suite, "--kt-storage", name_or_path, "--kt-storage-config", config_file]
+    resolve_class(STORAGE_GROUP, settings.plugin)  # fail fast on a plugin that does not load
+    args = [suite, "--kt-storage", settings.plugin, "--kt-storage-config", config_file]
     for item in overrides:
         args += ["--kt-storage-set", item]
     ctx.exit(run_pytest([*args, *pytest_args]))

@@ -1,9 +1,11 @@
 """``kafka-tiers remote ls|describe|cat|verify``: look into a partition's remote tier through a
 storage plugin, without a broker.
 
-The config file holds the plugin's own keys, as they appear after ``rsm.config.`` in
-``server.properties`` (the same convention as ``kafka-tiers conformance storage``). ``verify``
-exits with status 1 when a segment has a problem.
+The config file is either a broker's ``server.properties`` (the plugin is its
+``remote.storage.manager.class``, its settings the ``rsm.config.*`` keys; ``--storage`` may then
+be left out) or a file of the plugin's own keys, as they appear after ``rsm.config.``; both are
+read by :func:`kafka_tiers.remote.storage_config.storage_settings`, as every command that takes
+storage settings does. ``verify`` exits with status 1 when a segment has a problem.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from kafka_tiers.cli.output import FORMAT_OPTION, console, emit_json, parse_kv
 
 def _common(fn: Any) -> Any:
     options = [
-        click.option("--storage", "storage", required=True, metavar="NAME_OR_PATH",
+        click.option("--storage", "storage", metavar="NAME_OR_PATH",
                      help="The storage plugin: an entry-point name (local) or "
-                          "pkg.module:Class."),
+                          "pkg.module:Class. Default: remote.storage.manager.class of a "
+                          "server.properties --config."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-                     metavar="FILE", help="The plugin's configuration (keys after rsm.config.)."),
+                     metavar="FILE", help="A broker's server.properties (rsm.config.* keys), "
+                                          "or a file of the plugin's own keys."),
         click.option("--set", "overrides", multiple=True, metavar="K=V",
                      help="A plugin key overriding the file (repeatable)."),
         click.option("--topic", required=True, help="The topic."),
@@ -40,13 +44,12 @@ def _segment_option(required: bool) -> Any:
                             "" if required else " Default: every segment."))
 
 
-def _open(storage: str, config_file: str | None, overrides: tuple[str, ...]) -> Any:
-    from kafka_tiers.config import read_properties
+def _open(storage: str | None, config_file: str | None, overrides: tuple[str, ...]) -> Any:
     from kafka_tiers.remote.guarded import GuardedRemoteStorage
+    from kafka_tiers.remote.storage_config import storage_settings
 
-    config = read_properties(config_file) if config_file else {}
-    config.update(parse_kv(overrides, "--set"))
-    return GuardedRemoteStorage.load(storage, config)
+    settings = storage_settings(storage, config_file, parse_kv(overrides, "--set"))
+    return GuardedRemoteStorage.load(settings.plugin, settings.config)
 
 
 def _tp(topic: str, partition: int) -> Any:
@@ -97,12 +100,13 @@ def remote() -> None:
       kafka-tiers remote cat --storage s3 --config s3.properties --topic orders --partition 2 \\
           --segment 7_TGvhOvS_iIF3viOf6qnw --max-records 20
       kafka-tiers remote verify --storage local --set dir=/data/tier --topic orders
+      kafka-tiers remote ls --config /etc/kafka/server.properties --topic orders
     """
 
 
 @remote.command("ls")
 @_common
-def ls(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+def ls(storage: str | None, config_file: str | None, overrides: tuple[str, ...], topic: str,
        partition: int, fmt: str) -> None:
     """List a partition's remote segments, oldest first."""
     tp = _tp(topic, partition)
@@ -133,7 +137,7 @@ def ls(storage: str, config_file: str | None, overrides: tuple[str, ...], topic:
 @remote.command("describe")
 @_common
 @_segment_option(required=True)
-def describe(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+def describe(storage: str | None, config_file: str | None, overrides: tuple[str, ...], topic: str,
              partition: int, fmt: str, segment_id: str) -> None:
     """Show one remote segment's metadata (and its objects, for object-store plugins)."""
     tp = _tp(topic, partition)
@@ -188,7 +192,7 @@ def _text(data: bytes | None) -> dict[str, Any]:
               help="Start at this offset (default: the segment's first).")
 @click.option("--max-records", type=click.IntRange(min=1), default=None,
               help="Print at most this many records.")
-def cat(storage: str, config_file: str | None, overrides: tuple[str, ...], topic: str,
+def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...], topic: str,
         partition: int, fmt: str, segment_id: str, from_offset: int | None,
         max_records: int | None) -> None:
     """Print the records of a remote segment."""
@@ -320,7 +324,7 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
 @_common
 @_segment_option(required=False)
 @click.pass_context
-def verify(ctx: click.Context, storage: str, config_file: str | None,
+def verify(ctx: click.Context, storage: str | None, config_file: str | None,
            overrides: tuple[str, ...], topic: str, partition: int, fmt: str,
            segment_id: str | None) -> None:
     """Verify CRCs and indexes of remote segments; exit status 1 when one has a problem."""

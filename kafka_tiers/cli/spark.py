@@ -5,20 +5,25 @@ Both run on ``local[*]`` by default, on a cluster with ``--master``, or under ``
 (this file is also a script: ``spark-submit --master yarn .../kafka_tiers/cli/spark.py audit
 ...``; the master then comes from spark-submit). They need the ``spark`` extra.
 
-The config FILE is a properties file of the plugin's own keys (as after ``rsm.config.`` in a
-broker's config), like ``kafka-tiers conformance storage --config FILE``; ``--set k=v``
-overrides a key. Values are never printed.
+The config FILE is a broker's ``server.properties`` (the plugin is its
+``remote.storage.manager.class``, so ``--storage`` may be left out; its settings are the
+``rsm.config.*`` keys) or a properties file of the plugin's own keys (as after ``rsm.config.``),
+read by :func:`kafka_tiers.remote.storage_config.storage_settings` like every command that takes
+storage settings; ``--set k=v`` overrides a key. Values are never printed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kafka_tiers.cli.output import console, emit_json, parse_kv
+
+if TYPE_CHECKING:
+    from kafka_tiers.remote.storage_config import StorageSettings
 
 
 def _require_spark() -> None:
@@ -84,25 +89,25 @@ def _no_active_session() -> bool:
     return SparkSession.getActiveSession() is None
 
 
-def _config(config_file: str, overrides: tuple[str, ...]) -> dict[str, str]:
-    from kafka_tiers.config import read_properties
+def _settings(storage: str | None, config_file: str, overrides: tuple[str, ...]
+              ) -> StorageSettings:
+    from kafka_tiers.remote.storage_config import storage_settings
 
-    config = read_properties(config_file)
-    config.update(parse_kv(overrides, "--set"))
-    return config
+    return storage_settings(storage, config_file, parse_kv(overrides, "--set"))
 
 
 MASTER = click.option("--master", default=None, metavar="URL",
                       help="Spark master (local[*] unless run by spark-submit).")
 CONF = click.option("--conf", "spark_conf", multiple=True, metavar="K=V",
                     help="A Spark configuration key (repeatable).")
-STORAGE = click.option("--storage", required=True, metavar="NAME",
+STORAGE = click.option("--storage", metavar="NAME",
                        help="The storage plugin: entry-point name (local, s3, ...) or "
-                            "pkg.module:Class.")
+                            "pkg.module:Class. Default: remote.storage.manager.class of a "
+                            "server.properties --config.")
 CONFIG = click.option("--config", "config_file", required=True, metavar="FILE",
                       type=click.Path(exists=True, dir_okay=False),
-                      help="The plugin's configuration (properties, keys as after "
-                           "rsm.config.).")
+                      help="A broker's server.properties (rsm.config.* keys), or a "
+                           "properties file of the plugin's own keys.")
 SET = click.option("--set", "overrides", multiple=True, metavar="K=V",
                    help="A configuration key overriding the file (repeatable).")
 
@@ -114,6 +119,7 @@ def spark() -> None:
     \b
     Examples:
       kafka-tiers spark audit --storage s3 --config s3.properties
+      kafka-tiers spark audit --config /etc/kafka/server.properties --topics orders
       kafka-tiers spark export --storage s3 --config s3.properties --topic orders \\
           --to /data/orders --format parquet
     """
@@ -131,8 +137,9 @@ def spark() -> None:
               metavar="FILE", help="Where the JSON report is written ('-' for none).")
 @MASTER
 @CONF
-def audit(storage: str, config_file: str, overrides: tuple[str, ...], topics: tuple[str, ...],
-          fmt: str, report_path: str, master: str | None, spark_conf: tuple[str, ...]) -> None:
+def audit(storage: str | None, config_file: str, overrides: tuple[str, ...],
+          topics: tuple[str, ...], fmt: str, report_path: str, master: str | None,
+          spark_conf: tuple[str, ...]) -> None:
     """Verify every remote segment in parallel: CRCs, offsets contiguous across segments,
     indexes consistent with the log, manifests consistent with the data.
 
@@ -141,12 +148,12 @@ def audit(storage: str, config_file: str, overrides: tuple[str, ...], topics: tu
     _require_spark()
     from kafka_tiers.spark.audit import audit as run_audit
 
-    config = _config(config_file, overrides)
+    settings = _settings(storage, config_file, overrides)
     names = [t.strip() for item in topics for t in item.split(",") if t.strip()] or None
     owned = _no_active_session()
     session_ = session(master, "kafka-tiers audit", parse_kv(spark_conf, "--conf"))
     try:
-        report = run_audit(session_, storage, config, names)
+        report = run_audit(session_, settings.plugin, dict(settings.config), names)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     except Exception as exc:
@@ -214,7 +221,7 @@ def _print_audit(report: Any, report_path: str) -> None:
                    "(repeatable).")
 @MASTER
 @CONF
-def export(storage: str, config_file: str, overrides: tuple[str, ...], topic: str, to: str,
+def export(storage: str | None, config_file: str, overrides: tuple[str, ...], topic: str, to: str,
            fmt: str, mode: str, read_opts: tuple[str, ...], master: str | None,
            spark_conf: tuple[str, ...]) -> None:
     """Export the history of a topic as files, partitioned by topic partition and UTC date
@@ -222,8 +229,8 @@ def export(storage: str, config_file: str, overrides: tuple[str, ...], topic: st
     _require_spark()
     from kafka_tiers.spark.export import export_topic, read_options
 
-    parse_kv(overrides, "--set")  # usage errors first
-    options = read_options(storage, topic, config_file=config_file,
+    settings = _settings(storage, config_file, overrides)  # usage errors first
+    options = read_options(settings.plugin, topic, config_file=config_file,
                            config=parse_kv(overrides, "--set"),
                            extra=parse_kv(read_opts, "--option"))
     owned = _no_active_session()

@@ -36,6 +36,7 @@ from kafka_tiers.api import (
     RemoteStorageManager,
     TopicPartition,
 )
+from kafka_tiers.remote.storage_config import StorageSettings, storage_settings
 
 EARLIEST = -2
 LATEST = -1
@@ -123,20 +124,17 @@ def parse_offsets(text: str | None, key: str, *, ending: bool) -> int | dict[str
     return out
 
 
-def _storage_config(options: Mapping[str, str]) -> dict[str, str]:
-    """The plugin config: ``rsm.config.file`` (a properties file, keys as written) overlaid by
-    ``rsm.config.<key>`` options (lower-cased by Spark)."""
-    config: dict[str, str] = {}
-    path = options.get("rsm.config.file")
-    if path:
-        from kafka_tiers.config import read_properties
-
-        config.update(read_properties(path))
-    for key, value in options.items():
-        k = str(key)
-        if k.lower().startswith("rsm.config.") and k.lower() != "rsm.config.file":
-            config[k[len("rsm.config."):]] = str(value)
-    return config
+def _storage_settings(options: Mapping[str, str]) -> StorageSettings:
+    """The plugin (option ``storage``) and its config: ``rsm.config.file`` (a broker's
+    ``server.properties``, which may name the plugin, or a file of the plugin's own keys: see
+    :mod:`kafka_tiers.remote.storage_config`) overlaid by ``rsm.config.<key>`` options
+    (lower-cased by Spark)."""
+    overrides = {str(k)[len("rsm.config."):]: str(v) for k, v in options.items()
+                 if str(k).lower().startswith("rsm.config.")
+                 and str(k).lower() != "rsm.config.file"}
+    return storage_settings(options.get("storage") or None,
+                            options.get("rsm.config.file") or None, overrides,
+                            storage_option="option storage")
 
 
 @dataclass(frozen=True)
@@ -177,9 +175,10 @@ class ReadOptions:
             raise ConfigError(f"option source must be remote, local or both, got {source!r}",
                               key="source")
         storage = opts.get("storage")
-        if source != "local" and not storage:
+        if source != "local" and not storage and not opts.get("rsm.config.file"):
             raise ConfigError("option storage is required (a storage plugin's entry-point "
                               "name such as local or s3, or an import path)", key="storage")
+        settings = _storage_settings(opts) if source != "local" else None
         log_dirs = tuple(d.strip() for d in str(opts.get("logdirs", "")).split(",")
                          if d.strip())
         if source != "remote" and not log_dirs:
@@ -204,8 +203,8 @@ class ReadOptions:
                               key="endingTimestamp")
         return cls(
             topics=topics,
-            storage=str(storage) if storage else None,
-            storage_config=_storage_config(opts) if source != "local" else {},
+            storage=settings.plugin if settings else (str(storage) if storage else None),
+            storage_config=dict(settings.config) if settings else {},
             source=source,
             log_dirs=log_dirs,
             partitions=partitions,

@@ -6,8 +6,10 @@ Run it against an installed plugin (or an import path)::
     pytest --kt-storage local --kt-storage-set 'dir={tmp}'
     pytest --kt-storage my_pkg.storage:MyStorage --kt-storage-config my.properties
 
-``--kt-storage-config FILE`` is a properties file of the plugin's own keys (as they appear after
-``rsm.config.``); ``--kt-storage-set key=value`` adds or overrides one. ``{tmp}`` in a value
+``--kt-storage-config FILE`` is a broker's ``server.properties`` (its ``rsm.config.*`` keys) or a
+properties file of the plugin's own keys (as they appear after ``rsm.config.``), read by
+:func:`kafka_tiers.remote.storage_config.storage_settings`; ``--kt-storage-set key=value`` adds
+or overrides one. ``{tmp}`` in a value
 becomes a fresh temporary directory per test. Object-store plugins also get a random
 ``key.prefix`` below the configured one per test, so every run starts from an empty root;
 the suite deletes what it wrote at the end of every test.

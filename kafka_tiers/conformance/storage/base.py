@@ -35,8 +35,9 @@ _TARGETS: dict[tuple[Any, ...], StorageTarget | str] = {}
 
 
 def target_from_options(config: Any) -> StorageTarget | None:
-    """The plugin named by ``--kt-storage`` with its ``--kt-storage-config`` file and
-    ``--kt-storage-set`` overrides, or None when ``--kt-storage`` is absent.
+    """The plugin named by ``--kt-storage`` with its ``--kt-storage-config`` file (either
+    dialect of :mod:`kafka_tiers.remote.storage_config`) and ``--kt-storage-set`` overrides, or
+    None when ``--kt-storage`` is absent.
 
     Calls ``pytest.fail`` (once per run, cached) when the plugin cannot be loaded or the
     config file cannot be read.
@@ -49,13 +50,15 @@ def target_from_options(config: Any) -> StorageTarget | None:
     cache_key = (id(config), name, path, sets)
     if cache_key not in _TARGETS:
         from kafka_tiers.api import KafkaTiersError
-        from kafka_tiers.config import read_properties
         from kafka_tiers.conformance.pytest_plugin import parse_pairs
+        from kafka_tiers.remote.storage_config import storage_settings
 
         try:
-            values = read_properties(path) if path else {}
-            values.update(parse_pairs(list(sets), "--kt-storage-set"))
-            _TARGETS[cache_key] = StorageTarget.from_plugin(name, values)
+            settings = storage_settings(name, path or None,
+                                        parse_pairs(list(sets), "--kt-storage-set"),
+                                        storage_option="--kt-storage")
+            _TARGETS[cache_key] = StorageTarget.from_plugin(settings.plugin,
+                                                            dict(settings.config))
         except (KafkaTiersError, ValueError) as exc:
             _TARGETS[cache_key] = str(exc)
     target = _TARGETS[cache_key]
