@@ -12,6 +12,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import types
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -355,3 +356,23 @@ def test_without_the_report_hiding_pytest_would_print_them(tmp_path: Path) -> No
     the revealed values, which Secret cannot hide."""
     output = _run_pytest(tmp_path, "-p", "no:kafka_tiers")
     assert "kt-pytest-TOKEN-never-shown-8c9d0e1f" in output
+
+
+# --------------------------------------------------------------------------------------------
+# docs
+
+
+def test_the_storage_plugin_guide_snippet_runs() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "storage-plugins.md").read_text()
+    section = doc[doc.index("## Secrets: declaring secret keys and using `Secret`"):]
+    section = section[:section.index("\n## ", 1)]
+    snippets = section.split("```python\n")[1:]
+    assert len(snippets) == 1
+    code = snippets[0][:snippets[0].index("```")]
+    module = types.ModuleType("storage_plugins_snippet")  # dataclasses look their module up
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(code, "docs/storage-plugins.md", "exec"), module.__dict__)  # asserts inside
+    finally:
+        del sys.modules[module.__name__]
+    assert isinstance(module.settings.token, Secret)
