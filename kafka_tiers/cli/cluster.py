@@ -24,7 +24,11 @@ def _bootstrap(bootstrap: str | None, directory: str | None) -> list[str]:
         return [b.strip() for b in env.split(",") if b.strip()]
     path = Path(directory or DEFAULT_DIR) / CLUSTER_FILE
     if path.exists():
-        return list(json.loads(path.read_text())["bootstrap"])
+        from kafka_tiers.placement.cluster_file import read_cluster_file
+
+        servers = read_cluster_file(path).bootstrap
+        if servers:
+            return servers
     return ["127.0.0.1:9092"]
 
 
@@ -91,10 +95,11 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     """Start a cluster of brokers in this process, in the foreground, until Ctrl-C.
 
     Brokers listen on 127.0.0.1 (TCP) so other processes and `kafka-tiers topics` /
-    `kafka-tiers cluster describe` reach them; the bootstrap addresses are written to
-    <dir>/cluster.json. A status table (brokers, controller, partitions) is printed at
-    start and whenever it changes. Ctrl-C stops every broker cleanly; starting again on the
-    same --dir keeps the topics and their data (embedded store: <dir>/metadata).
+    `kafka-tiers cluster describe` reach them; the brokers (racks, addresses) are written to
+    <dir>/cluster.json, which `kafka-tiers place --cluster` reads too. A status table
+    (brokers, controller, partitions) is printed at start and whenever it changes. Ctrl-C
+    stops every broker cleanly; starting again on the same --dir keeps the topics and their
+    data (embedded store: <dir>/metadata).
     """
     import signal
     import threading
@@ -124,10 +129,12 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
         signal.signal(sig, lambda *_: stop.set())
     c.start()
     try:
-        info = {"bootstrap": c.addresses(), "brokers": {str(b): c.broker(b).address
-                                                        for b in c.live},
-                "metadata_store": metadata_store}
-        Path(directory, CLUSTER_FILE).write_text(json.dumps(info, indent=2))
+        from kafka_tiers.api.cluster import BrokerInfo, ClusterView
+        from kafka_tiers.placement.cluster_file import ClusterFile, write_cluster_file
+
+        write_cluster_file(Path(directory, CLUSTER_FILE), ClusterFile(
+            ClusterView([BrokerInfo(b, c.broker_config(b).get("broker.rack")) for b in c.live]),
+            addresses={b: c.broker(b).address for b in c.live}, metadata_store=metadata_store))
         client = c.client()
         click.echo(f"cluster of {brokers} broker(s) running; bootstrap "
                    f"{','.join(c.addresses())}; Ctrl-C stops it")

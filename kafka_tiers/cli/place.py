@@ -24,7 +24,8 @@ def _broker_ids(_ctx: click.Context, _param: click.Parameter, value: str | None
 
 @click.command()
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(dir_okay=False),
-              help="cluster.json: brokers (id, rack, fenced) and optional current assignments.")
+              help="cluster.json: brokers (id, rack, fenced) and optional current assignments "
+              "(the file `kafka-tiers cluster start` writes works too).")
 @click.option("--partitions", type=click.IntRange(min=1), required=True,
               help="How many partitions to place.")
 @click.option("--replication-factor", type=int, required=True, help="Replicas per partition.")

@@ -1,27 +1,38 @@
-"""Reading a cluster description (``cluster.json``) into a :class:`ClusterView`.
+"""The cluster description, ``cluster.json``: one schema, written by :func:`write_cluster_file`
+and read by :func:`read_cluster_file` wherever the file is used (``kafka-tiers place
+--cluster``, the quick start, and ``kafka-tiers cluster start``, which writes one for the
+commands that talk to the cluster it runs).
 
 The format::
 
     {
       "brokers": [
-        {"id": 1, "rack": "/dc1/rack1", "fenced": false, "attributes": {"disk": "ssd"}},
+        {"id": 1, "rack": "/dc1/rack1", "fenced": false, "attributes": {"disk": "ssd"},
+         "address": "127.0.0.1:9092"},
         ...
       ],
       "assignments": {"version": 1, "partitions": [
         {"topic": "orders", "partition": 0, "replicas": [1, 2, 3]}, ...
-      ]}
+      ]},
+      "metadata_store": "embedded"
     }
 
-``assignments`` is optional and is Kafka's reassignment format (the output of
-``kafka-tiers place --format json``), or just its ``partitions`` list. Every problem is one
-:class:`~kafka_tiers.api.InvalidClusterError` naming the file and the place in it.
+Only ``brokers`` and each broker's ``id`` are required. ``assignments`` is Kafka's reassignment
+format (the output of ``kafka-tiers place --format json``), or just its ``partitions`` list.
+``address`` is where a running broker answers (``host:port``) and ``metadata_store`` the kind of
+metadata store of a running cluster (``embedded`` or ``zookeeper``); ``cluster start`` writes
+both. An unknown field is refused (a misspelling would otherwise be ignored). Every problem is
+one :class:`~kafka_tiers.api.InvalidClusterError` naming the file and the place in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
@@ -34,14 +45,63 @@ def _int(value: Any, where: str) -> int:
     return value
 
 
+_TOP_FIELDS = ("brokers", "assignments", "metadata_store")
+_BROKER_FIELDS = ("id", "rack", "fenced", "attributes", "address")
+
+
+@dataclass(frozen=True)
+class ClusterFile:
+    """What a ``cluster.json`` holds.
+
+    Attributes:
+        cluster: the brokers (id, rack, fenced, attributes) and the assignments.
+        addresses: broker id -> ``host:port`` of the brokers whose address is known.
+        metadata_store: ``embedded`` or ``zookeeper`` for a running cluster, else None.
+    """
+
+    cluster: ClusterView
+    addresses: Mapping[int, str] = field(default_factory=dict)
+    metadata_store: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.addresses) - {b.broker_id for b in self.cluster.brokers})
+        if unknown:
+            raise InvalidClusterError(f"an address is given for broker {unknown[0]}, which "
+                                      "is not in the cluster")
+
+    @property
+    def bootstrap(self) -> list[str]:
+        """The addresses of the brokers that are not fenced, in broker id order (empty when
+        the file gives none)."""
+        return [self.addresses[b.broker_id] for b in self.cluster.brokers
+                if not b.fenced and b.broker_id in self.addresses]
+
+
 def cluster_from_dict(data: Any, source: str = "cluster") -> ClusterView:
-    """Build a :class:`ClusterView` from the parsed JSON document.
+    """Build a :class:`ClusterView` from the parsed JSON document (see
+    :func:`cluster_file_from_dict`, which also returns the addresses).
+
+    Raises:
+        InvalidClusterError: the document does not have the shape above.
+    """
+    return cluster_file_from_dict(data, source).cluster
+
+
+def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
+    """Build a :class:`ClusterFile` from the parsed JSON document.
 
     Raises:
         InvalidClusterError: the document does not have the shape above.
     """
     if not isinstance(data, Mapping):
         raise InvalidClusterError(f"{source}: expected a JSON object with \"brokers\"")
+    unknown_top = set(data) - set(_TOP_FIELDS)
+    if unknown_top:
+        raise InvalidClusterError(f"{source}: unknown field {sorted(unknown_top)[0]!r}")
+    store = data.get("metadata_store")
+    if store is not None and not isinstance(store, str):
+        raise InvalidClusterError(f"{source}: \"metadata_store\": expected a string or null")
+    addresses: dict[int, str] = {}
     brokers_raw = data.get("brokers")
     if not isinstance(brokers_raw, list) or not brokers_raw:
         raise InvalidClusterError(f"{source}: \"brokers\" must be a non-empty list")
@@ -50,7 +110,7 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> ClusterView:
         where = f"{source}: brokers[{i}]"
         if not isinstance(b, Mapping):
             raise InvalidClusterError(f"{where}: expected an object with \"id\"")
-        unknown = set(b) - {"id", "rack", "fenced", "attributes"}
+        unknown = set(b) - set(_BROKER_FIELDS)
         if unknown:
             raise InvalidClusterError(f"{where}: unknown field {sorted(unknown)[0]!r}")
         if "id" not in b:
@@ -65,10 +125,15 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> ClusterView:
         if not isinstance(attrs, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()):
             raise InvalidClusterError(f"{where}.attributes: expected an object of strings")
+        address = b.get("address")
+        if address is not None and (not isinstance(address, str) or ":" not in address):
+            raise InvalidClusterError(f"{where}.address: expected \"host:port\" or null")
         try:
             brokers.append(BrokerInfo(_int(b["id"], f"{where}.id"), rack, fenced, attrs))
         except InvalidClusterError as exc:
             raise InvalidClusterError(f"{where}: {exc}") from None
+        if address is not None:
+            addresses[brokers[-1].broker_id] = address
     assignments: dict[TopicPartition, list[int]] = {}
     raw = data.get("assignments")
     if isinstance(raw, Mapping):
@@ -94,13 +159,23 @@ def cluster_from_dict(data: Any, source: str = "cluster") -> ClusterView:
                 raise InvalidClusterError(f"{where}: {tp} is listed twice")
             assignments[tp] = reps
     try:
-        return ClusterView(brokers, assignments)
+        return ClusterFile(ClusterView(brokers, assignments), addresses, store)
     except InvalidClusterError as exc:
         raise InvalidClusterError(f"{source}: {exc}") from None
 
 
 def load_cluster(path: str | os.PathLike[str]) -> ClusterView:
-    """Read ``cluster.json``.
+    """The cluster (brokers and assignments) of a ``cluster.json``: the ``cluster`` of
+    :func:`read_cluster_file`.
+
+    Raises:
+        InvalidClusterError: as :func:`read_cluster_file`.
+    """
+    return read_cluster_file(path).cluster
+
+
+def read_cluster_file(path: str | os.PathLike[str]) -> ClusterFile:
+    """Read ``cluster.json``: the one reader of the format.
 
     Raises:
         InvalidClusterError: unreadable file, invalid JSON (with line and column), or a
@@ -114,23 +189,54 @@ def load_cluster(path: str | os.PathLike[str]) -> ClusterView:
         raise InvalidClusterError(f"cannot read {name}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidClusterError(f"{name}: not valid JSON: {exc}") from None
-    return cluster_from_dict(data, name)
+    return cluster_file_from_dict(data, name)
 
 
 def cluster_to_dict(cluster: ClusterView) -> dict[str, Any]:
     """The JSON document for a view (inverse of :func:`cluster_from_dict`)."""
-    doc: dict[str, Any] = {"brokers": []}
-    for b in cluster.brokers:
+    return cluster_file_to_dict(ClusterFile(cluster))
+
+
+def cluster_file_to_dict(doc: ClusterFile) -> dict[str, Any]:
+    """The JSON document for ``doc`` (inverse of :func:`cluster_file_from_dict`); fields
+    without a value are left out."""
+    out: dict[str, Any] = {"brokers": []}
+    for b in doc.cluster.brokers:
         entry: dict[str, Any] = {"id": b.broker_id, "rack": b.rack}
         if b.fenced:
             entry["fenced"] = True
         if b.attributes:
             entry["attributes"] = dict(b.attributes)
-        doc["brokers"].append(entry)
-    if cluster.assignments:
-        doc["assignments"] = reassignment_json(
-            {tp: list(r) for tp, r in sorted(cluster.assignments.items())})
-    return doc
+        if b.broker_id in doc.addresses:
+            entry["address"] = doc.addresses[b.broker_id]
+        out["brokers"].append(entry)
+    if doc.cluster.assignments:
+        out["assignments"] = reassignment_json(
+            {tp: list(r) for tp, r in sorted(doc.cluster.assignments.items())})
+    if doc.metadata_store is not None:
+        out["metadata_store"] = doc.metadata_store
+    return out
+
+
+def write_cluster_file(path: str | os.PathLike[str], doc: ClusterFile) -> None:
+    """Write ``doc`` to ``path`` as ``cluster.json``: the one writer of the format. The file is
+    replaced atomically (a reader sees the old document or the new one, never a part).
+
+    Raises:
+        OSError: the directory is not writable.
+    """
+    target = os.fspath(path)
+    text = json.dumps(cluster_file_to_dict(doc), indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".cluster-", suffix=".json",
+                               dir=os.path.dirname(os.path.abspath(target)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def reassignment_json(assignment: Mapping[TopicPartition, list[int]]) -> dict[str, Any]:
@@ -140,4 +246,6 @@ def reassignment_json(assignment: Mapping[TopicPartition, list[int]]) -> dict[st
         for tp, reps in assignment.items()]}
 
 
-__all__ = ["cluster_from_dict", "cluster_to_dict", "load_cluster", "reassignment_json"]
+__all__ = ["ClusterFile", "cluster_file_from_dict", "cluster_file_to_dict", "cluster_from_dict",
+           "cluster_to_dict", "load_cluster", "read_cluster_file", "reassignment_json",
+           "write_cluster_file"]
