@@ -347,3 +347,21 @@ def test_the_core_hook_module_cannot_be_blocked(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", "kafka_tiers.plugins.default_hooks")
     hooks = Hooks(make_plugin_manager(load_entrypoints=False))
     assert hooks.choose_log_dir(TP, DIRS) == "/d2"
+
+
+def test_broker_and_placement_service_block_what_their_config_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kafka_tiers.broker import Broker
+    from kafka_tiers.config import BrokerConfig
+    from kafka_tiers.placement.service import PlacementService
+
+    monkeypatch.delenv("KAFKA_TIERS_BLOCK_HOOK_PLUGINS", raising=False)
+    _install_audit(tmp_path, monkeypatch, "acme_blocked_broker")
+    name = "acme-blocked-broker"
+    config = {"log.dirs": str(tmp_path / "logs"), "hook.plugins.blocked": name}
+    assert Broker(config).hooks.pm.is_blocked(name)
+    assert PlacementService(BrokerConfig(config)).hooks.pm.is_blocked(name)
+    del config["hook.plugins.blocked"]
+    assert Broker(config).hooks.pm.get_plugin(name) is not None
+    assert PlacementService(BrokerConfig(config)).hooks.pm.get_plugin(name) is not None

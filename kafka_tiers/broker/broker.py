@@ -185,7 +185,8 @@ class Broker:
 
     Args:
         config: the broker configuration (validated here when given as raw strings).
-        hooks: the hook facade; by default one with every installed hook plugin.
+        hooks: the hook facade; by default one with every installed hook plugin but those
+            named by ``hook.plugins.blocked``.
         remote_storage: a storage plugin instance to use instead of loading
             ``remote.storage.manager.class`` (tests, tools); the broker wraps it in the core's
             wrapper and closes it at shutdown.
@@ -214,7 +215,8 @@ class Broker:
         validate_broker(self.config)
         self.broker_id: int = self.config["broker.id"]
         self.rack: str | None = self.config["broker.rack"]
-        self.hooks = hooks if hooks is not None else Hooks()
+        self.hooks = (hooks if hooks is not None
+                      else Hooks(blocked=self.config["hook.plugins.blocked"]))
         self.remote_enabled: bool = bool(self.config["remote.log.storage.enable"])
         self.cluster = cluster
         self.network = network

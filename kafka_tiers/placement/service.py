@@ -19,7 +19,8 @@ class PlacementService:
 
     Args:
         config: the validated broker configuration.
-        hooks: the hook facade; by default one with every installed hook plugin.
+        hooks: the hook facade; by default one with every installed hook plugin but those
+            named by ``hook.plugins.blocked``.
         placer: an already created placer, replacing the one ``broker.replica.placer`` names
             (for tests and tools).
 
@@ -30,7 +31,8 @@ class PlacementService:
     def __init__(self, config: BrokerConfig, *, hooks: Hooks | None = None,
                  placer: ReplicaPlacer | None = None) -> None:
         self.config = config
-        self.hooks = hooks if hooks is not None else Hooks()
+        self.hooks = (hooks if hooks is not None
+                      else Hooks(blocked=config["hook.plugins.blocked"]))
         self._placer = placer
         self._owns_placer = placer is None
 
