@@ -28,13 +28,13 @@ class Secret:
     - cannot be pickled (TypeError); ``json.dumps`` refuses it (``default=str`` gives
       ``"<hidden>"``).
 
-    Args:
-        value: the secret (a ``str``, else TypeError).
-        parts: substrings that are secrets on their own (a SAS's signature, the key inside a
-            connection string), hidden like the value.
+    Args: ``value``, the secret (a ``str``, else TypeError); ``parts``, substrings that are
+    secrets on their own (a SAS's signature, a key inside a connection string), hidden too.
     """
 
     __slots__ = ("__weakref__", "_forms", "_value")
+    _value: str
+    _forms: tuple[str, ...]
 
     def __init__(self, value: str, *, parts: Iterable[str] = ()) -> None:
         texts = (value, *parts)
@@ -92,14 +92,10 @@ class Secret:
     def hide(text: str, extra: Iterable[Secret] = ()) -> str:
         """``text`` with the value and parts of every live secret (and of ``extra``) replaced
         by ``<hidden>``: for text of foreign origin, such as an SDK's exception message."""
-        for form in _forms(extra):
+        forms = {f for s in [*_LIVE.values(), *extra] for f in s._forms}
+        for form in sorted(forms, key=lambda f: (-len(f), f)):  # longest first
             text = text.replace(form, HIDDEN)
         return text
-
-
-def _forms(extra: Iterable[Secret] = ()) -> list[str]:
-    forms = {f for s in [*_LIVE.values(), *extra] for f in s._forms}
-    return sorted(forms, key=lambda f: (-len(f), f))
 
 
 __all__ = ["HIDDEN", "Secret"]

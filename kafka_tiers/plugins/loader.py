@@ -23,7 +23,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -266,7 +266,8 @@ def _load_with_stevedore(group: str, name: str, label: str, dist: str | None) ->
     return mgr.driver
 
 
-def create(group: str, name_or_path: str, config: Mapping[str, str] | None = None) -> Plugin:
+def create(group: str, name_or_path: str, config: Mapping[str, str | Secret] | None = None
+           ) -> Plugin:
     """Create and configure the plugin ``name_or_path`` of ``group``.
 
     Raises:
@@ -286,7 +287,8 @@ def create(group: str, name_or_path: str, config: Mapping[str, str] | None = Non
     cfg = secret_config({str(k): v if isinstance(v, Secret) else str(v)
                          for k, v in (config or {}).items()}, secret_keys_of(cls))
     try:
-        plugin.configure(cfg)
+        # the values of the declared SECRET_KEYS are Secrets (Plugin.configure says so)
+        plugin.configure(cast("Mapping[str, str]", cfg))
     except ConfigError as exc:
         _close_quietly(plugin)
         raise ConfigError(Secret.hide(f"{label}: {exc}"), key=exc.key, value=exc.value,
@@ -323,7 +325,8 @@ def load_placer(name_or_path: str, config: Mapping[str, str] | None = None) -> R
     return create(PLACER_GROUP, name_or_path, config)  # type: ignore[return-value]
 
 
-def load_remote_storage(name_or_path: str, config: Mapping[str, str] | None = None) -> Any:
+def load_remote_storage(name_or_path: str, config: Mapping[str, str | Secret] | None = None
+                        ) -> Any:
     """Create and configure a ``RemoteStorageManager`` by entry-point name or import path:
     a storage manager plugin, or the core's manager around an object store plugin (see the
     module docstring for how a name is looked up).

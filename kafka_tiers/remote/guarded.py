@@ -113,7 +113,7 @@ class GuardedRemoteStorage(RemoteStorageManager):
             else threading.RLock())
 
     @classmethod
-    def load(cls, name_or_path: str, config: Mapping[str, str] | None = None,
+    def load(cls, name_or_path: str, config: Mapping[str, str | Secret] | None = None,
              **kwargs: Any) -> GuardedRemoteStorage:
         """Load, configure and wrap a storage plugin by entry-point name or import path.
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar, cast
 
 from kafka_tiers.api import (
     ByteRange,
@@ -204,7 +204,8 @@ class StorageTarget:
         """A new instance, configured."""
         instance = self.plugin_class()
         try:
-            instance.configure(dict(self.config))
+            # the declared SECRET_KEYS hold Secrets, as the core hands them over
+            instance.configure(cast("Mapping[str, str]", dict(self.config)))
         except BaseException:
             instance.close()
             raise
