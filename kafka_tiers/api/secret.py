@@ -1,7 +1,6 @@
-"""The one secret type. A plugin declares its credential keys in ``SECRET_KEYS``; the core hands
-their values over as :class:`Secret` and, while one lives, keeps its value out of every log
-record and plugin error message (:meth:`Secret.hide`); the plugin calls :meth:`Secret.reveal`
-only where it gives the value to its client."""
+"""The one secret type. The core hands the values of a plugin's ``SECRET_KEYS`` over as
+:class:`Secret` and keeps a live one out of every log record and plugin error message
+(:meth:`Secret.hide`); the plugin calls :meth:`Secret.reveal` only to give it to its client."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from typing import Any, NoReturn, final
 from urllib.parse import quote, unquote
 
 HIDDEN = "<hidden>"  #: what is shown in place of a secret
-_LIVE: weakref.WeakValueDictionary[int, Secret] = weakref.WeakValueDictionary()  # by identity
+_LIVE: dict[int, weakref.ref[Secret]] = {}  # by identity; list(values()) is thread-safe
 
 
 @final
@@ -45,7 +44,8 @@ class Secret:
                                             repr(t)[1:-1], repr(t.encode())[2:-1])}
         object.__setattr__(self, "_value", value)
         object.__setattr__(self, "_forms", tuple(f for f in forms if len(f) >= 3))
-        _LIVE[id(self)] = self
+        key = id(self)
+        _LIVE[key] = weakref.ref(self, lambda r: _LIVE.pop(key) if _LIVE.get(key) is r else None)
 
     def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
         raise TypeError("Secret cannot be subclassed: a subclass could show the value")
@@ -65,9 +65,9 @@ class Secret:
     __repr__ = __str__ = __format__
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Secret):
-            return NotImplemented
-        return hmac.compare_digest(self._value.encode(), other._value.encode())
+        if isinstance(other, Secret):
+            return hmac.compare_digest(self._value.encode(), other._value.encode())
+        return NotImplemented
 
     def __hash__(self) -> int:
         return hash((Secret, self._value))
@@ -92,7 +92,8 @@ class Secret:
     def hide(text: str, extra: Iterable[Secret] = ()) -> str:
         """``text`` with the value and parts of every live secret (and of ``extra``) replaced
         by ``<hidden>``: for text of foreign origin, such as an SDK's exception message."""
-        forms = {f for s in [*_LIVE.values(), *extra] for f in s._forms}
+        live = [r() for r in list(_LIVE.values())]
+        forms = {f for s in [*live, *extra] if s is not None for f in s._forms}
         for form in sorted(forms, key=lambda f: (-len(f), f)):  # longest first
             text = text.replace(form, HIDDEN)
         return text
