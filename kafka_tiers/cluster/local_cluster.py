@@ -97,15 +97,15 @@ class LocalCluster:
         return cfg
 
     def start(self, timeout: float = 30.0) -> LocalCluster:
-        """Start every broker and wait for a controller."""
+        """Start every broker and wait for a controller that knows every broker."""
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.metadata_store == "embedded" and self.embedded is None:
             self.embedded = EmbeddedMetadataServer(self.directory / "metadata")
         try:
             for b in range(1, self.count + 1):
                 self.start_broker(b)
-            self.wait_until(lambda: self.controller_id() is not None, timeout,
-                            "no controller was elected")
+            self.wait_until(self._controller_sees_every_broker, timeout,
+                            "no controller was elected, or it does not know every broker")
         except BaseException:
             self.close()
             raise
@@ -119,6 +119,12 @@ class LocalCluster:
         self.brokers[broker_id] = broker
         broker.start()
         return broker
+
+    def _controller_sees_every_broker(self) -> bool:
+        cid = self.controller_id()
+        if cid is None:
+            return False
+        return set(self.live) <= set(self.brokers[cid].controller.live)
 
     def broker(self, broker_id: int) -> Broker:
         return self.brokers[broker_id]

@@ -618,6 +618,16 @@ class ReplicaManager:
                     data = lg.read(offset, max_bytes, isolation="log_end" if replica_id >= 0
                                    else "high_watermark")
                 except OffsetOutOfRangeError:
+                    # local retention of a tiered partition may have removed the segment since
+                    # the check above: a consumer then reads it from the remote tier
+                    remote = None
+                    if (replica_id < 0 and offset < lg.local_log_start_offset
+                            and self.remote_reader is not None):
+                        remote = self.remote_reader(tp, offset, max_bytes)
+                    if remote is not None:
+                        out.update(size=len(remote), tier="remote")
+                        chunks.append(remote)
+                        continue
                     out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                     out["hw"] = lg.high_watermark
                     continue
