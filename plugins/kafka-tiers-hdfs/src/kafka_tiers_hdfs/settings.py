@@ -1,7 +1,8 @@
 """The plugin's configuration: the keys under ``rsm.config.``, checked once, as a frozen value.
 
 Every problem is one :class:`~kafka_tiers.api.ConfigError` naming its key. No key of this
-plugin holds a secret (Kerberos uses the ticket cache of the broker's process), and a namenode
+plugin holds a secret (Kerberos uses the ticket cache of the broker's process), so the store
+declares no ``SECRET_KEYS`` and nothing here is a :class:`~kafka_tiers.api.Secret`; a namenode
 URL carrying credentials is refused without repeating it.
 """
 
