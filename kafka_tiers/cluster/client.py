@@ -64,7 +64,8 @@ def _b(v: Any) -> bytes | None:
 
 def decode_records(payload: bytes, from_offset: int = 0) -> list[Record]:
     """The records of record batch bytes at or after ``from_offset``."""
-    out, pos = [], 0
+    out: list[Record] = []
+    pos = 0
     while pos < len(payload):
         batch = RecordBatch(payload, pos)
         out.extend(r for r in batch.records() if r.offset >= from_offset)

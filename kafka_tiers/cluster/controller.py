@@ -815,10 +815,10 @@ class Controller:
             log.info("controller %s: reassigning %s from %s to %s", self.broker_id, tp,
                      list(ar), list(target))
             return False
-        st = self.metadata.partition_state(tp)
-        if st is None:
+        fresh = self.metadata.partition_state(tp)
+        if fresh is None:
             return True
-        self.states[tp] = st
+        self.states[tp] = st = fresh
         if not set(target) <= set(st.isr):
             return False  # still catching up
         leader = st.leader

@@ -177,7 +177,7 @@ class _Fetcher:
 
     def _truncate(self, address: str, items: list[tuple[TopicPartition, _FetchState]]) -> None:
         rm = self.rm
-        req = []
+        req: list[dict[str, Any]] = []
         for tp, st in items:
             p = rm.partitions.get(tp)
             if p is None:
@@ -194,9 +194,10 @@ class _Fetcher:
         asked = {(e["topic"], e["partition"]): e["leader_epoch"] for e in req}
         for entry in resp.body["partitions"]:
             tp = TopicPartition(entry["topic"], entry["partition"])
-            st = next((s for t, s in items if t == tp), None)
-            if st is None:
+            found = next((s for t, s in items if t == tp), None)
+            if found is None:
                 continue
+            st = found
             if entry["error"] != ErrorCode.NONE:
                 st.backoff_until = time.monotonic() + 0.1
                 continue
@@ -250,9 +251,10 @@ class _Fetcher:
             size = int(entry.get("size", 0))
             data = resp.payload[pos:pos + size]
             pos += size
-            st = next((s for t, s in items if t == tp), None)
-            if st is None:
+            found = next((s for t, s in items if t == tp), None)
+            if found is None:
                 continue
+            st = found
             err = entry["error"]
             if err == ErrorCode.OFFSET_OUT_OF_RANGE:
                 with rm._lock_of(tp):
@@ -720,9 +722,13 @@ class ReplicaManager:
                            now - p.followers.get(r, _Follower()).last_caught_up
                            > self.lag_ms / 1000.0]
                 if lagging:
-                    self._write_isr(p, lambda isr, out=tuple(lagging): tuple(
-                        r for r in isr if r not in out),
-                                    f"{lagging} not caught up for {self.lag_ms} ms")
+                    out = tuple(lagging)
+
+                    def shrink(isr: tuple[int, ...], out: tuple[int, ...] = out
+                               ) -> tuple[int, ...]:
+                        return tuple(r for r in isr if r not in out)
+
+                    self._write_isr(p, shrink, f"{lagging} not caught up for {self.lag_ms} ms")
 
     def offsets_for_leader_epoch(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Where each requested epoch ends in the leader's log (follower truncation)."""

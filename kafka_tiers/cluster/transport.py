@@ -366,7 +366,8 @@ class TcpClient(Client):
 
     def __init__(self, connect_timeout: float = 5.0) -> None:
         self.connect_timeout = connect_timeout
-        self._conns: dict[str, tuple[socket.socket, threading.Lock]] = {}
+        #: address -> (its connection, None until the first send connects; its lock)
+        self._conns: dict[str, tuple[socket.socket | None, threading.Lock]] = {}
         self._lock = threading.Lock()
         self._corr = 0
         self._closed = False
@@ -377,8 +378,8 @@ class TcpClient(Client):
                 raise TransportError("client closed", ErrorCode.NETWORK_EXCEPTION)
             entry = self._conns.get(address)
             if entry is None:
-                entry = (None, threading.Lock())  # type: ignore[assignment]
-                self._conns[address] = entry  # type: ignore[assignment]
+                entry = (None, threading.Lock())
+                self._conns[address] = entry
             return entry
 
     def send_raw(self, address: str, api_key: int, body: Mapping[str, Any], *,
@@ -425,7 +426,7 @@ class TcpClient(Client):
         with contextlib.suppress(OSError):
             sock.close()
         with self._lock:
-            self._conns[address] = (None, lock)  # type: ignore[assignment]
+            self._conns[address] = (None, lock)
 
     def close(self) -> None:
         with self._lock:
