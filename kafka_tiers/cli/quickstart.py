@@ -173,7 +173,8 @@ def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
     broker_cfg = cfg.with_overrides(settings)
     props = work / "server.properties"
     props.write_text("# Written by kafka-tiers quickstart: the quick-start broker's settings.\n"
-                     + "".join(f"{k}={v}\n" for k, v in sorted(broker_cfg.originals.items())))
+                     + "".join(f"{k}={_raw(v)}\n"
+                               for k, v in sorted(broker_cfg.originals.items())))
     storage = broker_cfg["remote.storage.manager.class"]
     with Broker(broker_cfg, hooks=hooks, background=False) as broker:
         broker.create_topic(topic, 2, DEMO_TOPIC_CONFIG)
@@ -324,6 +325,14 @@ def show_tiering(doc: dict[str, Any]) -> None:
     status = "all match" if back["matches"] else "MISMATCH"
     out.print(f"read back from offset 0: {back['records']} records, {back['from_remote']} "
               f"from the remote tier and {back['from_local']} from the local log: {status}")
+
+
+def _raw(value: object) -> object:
+    """A config value as written back to a properties file: a secret key's value revealed
+    (the file is the broker's own configuration, as the user gave it)."""
+    from kafka_tiers.api import Secret
+
+    return value.reveal() if isinstance(value, Secret) else value
 
 
 __all__ = ["DEFAULT_DIR", "DEMO_RACKS", "DEMO_TOPIC_CONFIG", "MARKER", "cluster_demo",
