@@ -14,8 +14,12 @@ Credentials, exactly one way:
 - only ``azure.account.name`` or ``azure.endpoint.url``: ``DefaultAzureCredential`` from
   ``azure-identity`` (``pip install 'kafka-tiers-azure[identity]'``).
 
-Every error is a :class:`~kafka_tiers.api.ConfigError` of one line naming the key; the values of
-``azure.connection.string``, ``azure.account.key`` and ``azure.sas.token`` are never repeated.
+Every error is a :class:`~kafka_tiers.api.ConfigError` of one line naming the key. The values of
+``azure.connection.string``, ``azure.account.key`` and ``azure.sas.token`` (:data:`SECRET_KEYS`)
+are held as :class:`~kafka_tiers.api.Secret`, with the parts that are secrets on their own (a
+SAS's ``sig``, a connection string's ``AccountKey`` and ``SharedAccessSignature``): never
+repeated in a message, a ``repr`` or a log line, and revealed only to the SDK
+(:func:`kafka_tiers_azure.store.make_container_client`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urlsplit
 
-from kafka_tiers.api import ConfigError
+from kafka_tiers.api import ConfigError, Secret
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -49,7 +53,8 @@ RETRY_BACKOFF_MAX = "azure.retry.backoff.max.ms"
 CONNECT_TIMEOUT = "azure.connection.timeout.ms"
 READ_TIMEOUT = "azure.read.timeout.ms"
 
-#: Keys whose values are secrets: never shown in errors or logs.
+#: Keys whose values are secrets, held as :class:`~kafka_tiers.api.Secret` (the store class
+#: declares them as its ``SECRET_KEYS``, so the core wraps them before the plugin sees them).
 SECRET_KEYS: frozenset[str] = frozenset({CONNECTION_STRING, ACCOUNT_KEY, SAS_TOKEN})
 
 #: (key, default, minimum, maximum) of every integer key.
@@ -88,16 +93,16 @@ class CredentialKind(Enum):
 class AzureBlobConfig:
     """The checked configuration (see the module docstring and the README's table).
 
-    Secret fields are excluded from ``repr``.
+    The credentials are :class:`~kafka_tiers.api.Secret` (and left out of ``repr``).
     """
 
     container_name: str
     prefix: str = ""
     credential_kind: CredentialKind = CredentialKind.CONNECTION_STRING
-    connection_string: str | None = field(default=None, repr=False)
+    connection_string: Secret | None = field(default=None, repr=False)
     account_name: str | None = None
-    account_key: str | None = field(default=None, repr=False)
-    sas_token: str | None = field(default=None, repr=False)
+    account_key: Secret | None = field(default=None, repr=False)
+    sas_token: Secret | None = field(default=None, repr=False)
     endpoint_url: str | None = None
     block_size: int = _INTS[BLOCK_SIZE][0]
     upload_concurrency: int = _INTS[CONCURRENCY][0]
@@ -119,20 +124,16 @@ class AzureBlobConfig:
         return None
 
     @property
-    def secrets(self) -> tuple[str, ...]:
-        """Every secret string of this configuration, including the key or SAS inside a
-        connection string (for redaction)."""
-        found = [s for s in (self.connection_string, self.account_key, self.sas_token) if s]
-        if self.connection_string:
-            for part in self.connection_string.split(";"):
-                name, _, value = part.partition("=")
-                if name.strip().lower() in ("accountkey", "sharedaccesssignature") and value:
-                    found.append(value.strip())
-        return tuple(found)
+    def secrets(self) -> tuple[Secret, ...]:
+        """The credentials given (each with its secret parts: the key or SAS inside a
+        connection string, a SAS's signature), to be kept out of every message."""
+        return tuple(s for s in (self.connection_string, self.account_key, self.sas_token)
+                     if s is not None)
 
     @classmethod
-    def from_config(cls, config: Mapping[str, str]) -> AzureBlobConfig:
-        """Read and check the plugin's keys (other keys, such as ``key.prefix``, are ignored).
+    def from_config(cls, config: Mapping[str, str | Secret]) -> AzureBlobConfig:
+        """Read and check the plugin's keys (other keys, such as ``key.prefix``, are ignored);
+        the secret keys may be ``str`` or :class:`~kafka_tiers.api.Secret`.
 
         Raises:
             ConfigError: a missing, malformed, conflicting or unknown ``azure.*`` key.
@@ -141,10 +142,17 @@ class AzureBlobConfig:
             if key.startswith("azure.") and key not in KNOWN_KEYS:
                 raise ConfigError(f"unknown key {key}; known keys: "
                                   f"{', '.join(sorted(KNOWN_KEYS))}", key=key)
-        text = {k: str(v).strip() for k, v in config.items() if k in KNOWN_KEYS}
+        # secrets as Secret from here on, with their parts, before any check can fail
+        secrets = {k: _secret(config[k]) for k in SECRET_KEYS if k in config}
+        text = {k: str(v).strip() for k, v in config.items()
+                if k in KNOWN_KEYS and k not in SECRET_KEYS}
 
         def given(key: str) -> str | None:
             return text.get(key) or None
+
+        def given_secret(key: str) -> Secret | None:
+            value = secrets.get(key)
+            return value if value else None
 
         container = given(CONTAINER)
         if container is None:
@@ -155,14 +163,14 @@ class AzureBlobConfig:
                 f"invalid value {container!r} for {CONTAINER}: expected 3-63 characters of "
                 "a-z 0-9 - starting and ending with a letter or digit, without '--'",
                 key=CONTAINER, value=container, expected="an Azure container name")
-        connection_string = given(CONNECTION_STRING)
+        connection_string = given_secret(CONNECTION_STRING)
         account_name = given(ACCOUNT_NAME)
-        account_key = given(ACCOUNT_KEY)
-        sas_token = given(SAS_TOKEN)
+        account_key = given_secret(ACCOUNT_KEY)
+        sas_token = given_secret(SAS_TOKEN)
         endpoint = given(ENDPOINT_URL)
         if connection_string is not None:
             for other in (ACCOUNT_NAME, ACCOUNT_KEY, SAS_TOKEN, ENDPOINT_URL):
-                if given(other) is not None:
+                if given(other) is not None or given_secret(other) is not None:
                     raise ConfigError(f"{CONNECTION_STRING} cannot be set together with {other} "
                                       "(the connection string carries the account, endpoint "
                                       "and credential)", key=other)
@@ -186,15 +194,16 @@ class AzureBlobConfig:
                 if account_name is None:
                     raise ConfigError(f"{ACCOUNT_KEY} needs {ACCOUNT_NAME}", key=ACCOUNT_NAME)
                 try:
-                    base64.b64decode(account_key, validate=True)
+                    base64.b64decode(account_key.reveal(), validate=True)
                 except (binascii.Error, ValueError):
                     raise ConfigError(f"{ACCOUNT_KEY} is not valid base64 (the value is not "
                                       "shown)", key=ACCOUNT_KEY,
                                       expected="the account's base64 access key") from None
                 kind = CredentialKind.SHARED_KEY
             elif sas_token is not None:
-                sas_token = sas_token.lstrip("?")
-                if "sig=" not in sas_token:
+                if sas_token.reveal().startswith("?"):
+                    sas_token = _secret(sas_token.reveal().lstrip("?"))
+                if "sig=" not in sas_token.reveal():
                     raise ConfigError(f"{SAS_TOKEN} has no sig= parameter (the value is not "
                                       "shown)", key=SAS_TOKEN,
                                       expected="a SAS token such as sv=...&sig=...")
@@ -226,6 +235,23 @@ class AzureBlobConfig:
         )
 
 
+def _secret(value: str | Secret) -> Secret:
+    """A credential as a :class:`Secret` of its stripped text, with the parts that are
+    secrets on their own: the ``sig`` of a SAS, the ``AccountKey`` and
+    ``SharedAccessSignature`` (and its ``sig``) of a connection string."""
+    text = (value.reveal() if isinstance(value, Secret) else str(value)).strip()
+    parts: list[str] = []
+    for item in text.replace("?", "&").replace(";", "&").split("&"):
+        name, sep, val = item.partition("=")
+        if sep and val and name.strip().lower() in ("sig", "accountkey",
+                                                    "sharedaccesssignature"):
+            parts.append(val.strip())
+    if "sharedaccesssignature=" in text.lower():  # the SAS inside a connection string
+        sas = text[text.lower().index("sharedaccesssignature=") + 22:].split(";")[0]
+        parts.append(sas.strip())
+    return Secret(text, parts=parts)
+
+
 def _int(text: Mapping[str, str], key: str) -> int:
     default, low, high = _INTS[key]
     raw = text.get(key)
@@ -242,9 +268,9 @@ def _int(text: Mapping[str, str], key: str) -> int:
     return value
 
 
-def _check_connection_string(value: str) -> None:
+def _check_connection_string(secret: Secret) -> None:
     parts = {}
-    for part in value.split(";"):
+    for part in secret.reveal().split(";"):
         if not part.strip():
             continue
         name, sep, val = part.partition("=")

@@ -11,9 +11,10 @@ plugin's own: ``s3.prefix``, ``aws.profile``, ``s3.sse.algorithm``, ``s3.sse.kms
 ``s3.multipart.upload.concurrency``, ``s3.retry.max.attempts``, ``s3.checksum.algorithm``.
 ``key.prefix`` is read by the object-store level itself.
 
-Every error is a :class:`~kafka_tiers.api.ConfigError` with one line naming the key; the value
-of a secret key (``aws.access.key.id``, ``aws.secret.access.key``, ``aws.session.token``) is
-never repeated, in a message or in :func:`repr`.
+Every error is a :class:`~kafka_tiers.api.ConfigError` with one line naming the key. The secret
+keys (``aws.access.key.id``, ``aws.secret.access.key``, ``aws.session.token``, declared in
+:data:`SECRET_KEYS`) are held as :class:`~kafka_tiers.api.Secret`: never repeated in a message, a
+``repr`` or a log line, and revealed only to boto3 (:func:`kafka_tiers_s3.store.build_client`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import overload
 from urllib.parse import urlsplit
 
-from kafka_tiers.api import ConfigError
+from kafka_tiers.api import ConfigError, Secret
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,8 @@ CERTIFICATE_CHECK = "aws.certificate.check.enabled"
 CHECKSUM_CHECK = "aws.checksum.check.enabled"
 CHECKSUM_ALGORITHM = "s3.checksum.algorithm"
 
-#: Keys whose values are secrets: never shown in a message, a log line or ``repr``.
+#: Keys whose values are secrets, held as :class:`~kafka_tiers.api.Secret` (the store class
+#: declares them as its ``SECRET_KEYS``, so the core wraps them before the plugin sees them).
 SECRET_KEYS: frozenset[str] = frozenset({ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN})
 
 #: Every key this plugin reads (``key.prefix`` is the object-store level's).
@@ -104,7 +107,7 @@ def known_storage_classes() -> tuple[str, ...]:
 class S3Config:
     """The plugin's validated settings (see the README for each key's meaning).
 
-    Secret attributes are left out of ``repr``.
+    The credentials are :class:`~kafka_tiers.api.Secret` (and left out of ``repr``).
     """
 
     bucket: str
@@ -120,17 +123,18 @@ class S3Config:
     api_call_timeout_ms: int | None = None
     api_call_attempt_timeout_ms: int | None = None
     max_attempts: int = MAX_ATTEMPTS_DEFAULT
-    access_key_id: str | None = field(default=None, repr=False)
-    secret_access_key: str | None = field(default=None, repr=False)
-    session_token: str | None = field(default=None, repr=False)
+    access_key_id: Secret | None = field(default=None, repr=False)
+    secret_access_key: Secret | None = field(default=None, repr=False)
+    session_token: Secret | None = field(default=None, repr=False)
     profile: str | None = None
     certificate_check: bool = True
     checksum_check: bool = False
     checksum_algorithm: str | None = CHECKSUM_ALGORITHM_DEFAULT
 
     @property
-    def secrets(self) -> tuple[str, ...]:
-        """The secret values given (credentials), to be kept out of every message and log."""
+    def secrets(self) -> tuple[Secret, ...]:
+        """The credentials given, to be kept out of every message (their ``repr`` is
+        ``<hidden>``; while they live, the core keeps them out of every log record)."""
         return tuple(s for s in (self.access_key_id, self.secret_access_key,
                                  self.session_token) if s)
 
@@ -156,8 +160,9 @@ class S3Config:
         return "path" if self.path_style else "virtual"
 
     @classmethod
-    def from_mapping(cls, config: Mapping[str, str]) -> S3Config:
-        """Read and check the plugin's keys.
+    def from_mapping(cls, config: Mapping[str, str | Secret]) -> S3Config:
+        """Read and check the plugin's keys; the secret keys may be ``str`` or
+        :class:`~kafka_tiers.api.Secret`.
 
         Raises:
             ConfigError: a missing, malformed or contradictory value; one line naming the key,
@@ -265,7 +270,7 @@ class S3Config:
 class _Reader:
     """Typed reads of string config values; every error names the key."""
 
-    def __init__(self, config: Mapping[str, str]) -> None:
+    def __init__(self, config: Mapping[str, str | Secret]) -> None:
         self._config = config
 
     def text(self, key: str) -> str | None:
@@ -276,14 +281,15 @@ class _Reader:
         value = str(raw).strip()
         return value or None
 
-    def secret(self, key: str) -> str | None:
+    def secret(self, key: str) -> Secret | None:
         """A secret value (never repeated), None when absent; blank is an error."""
         if key not in self._config:
             return None
-        value = str(self._config[key]).strip()
-        if not value:
+        given = Secret.of(self._config[key])
+        if given is None or not given.reveal().strip():
             raise ConfigError(f"{key} is empty", key=key, expected="a non-empty value")
-        return value
+        stripped = given.reveal().strip()
+        return given if stripped == given.reveal() else Secret(stripped)
 
     def boolean(self, key: str, default: bool | None) -> bool | None:
         value = self.text(key)
@@ -293,6 +299,12 @@ class _Reader:
             return value.lower() == "true"
         raise ConfigError(f"invalid value {value!r} for {key}: expected true or false",
                           key=key, value=value, expected="true or false")
+
+    @overload
+    def integer(self, key: str, default: int, low: int, high: int) -> int: ...
+
+    @overload
+    def integer(self, key: str, default: None, low: int, high: int) -> int | None: ...
 
     def integer(self, key: str, default: int | None, low: int, high: int) -> int | None:
         value = self.text(key)

@@ -1,4 +1,4 @@
-"""botocore's exceptions as kafka-tiers storage errors, and secrets kept out of log lines.
+"""botocore's exceptions as kafka-tiers storage errors.
 
 :func:`translate` maps one exception (after botocore's own retries):
 
@@ -22,13 +22,14 @@
   :class:`RemoteStorageError`.
 
 Messages name the operation, the bucket and the key, the S3 error code and HTTP status; they
-never carry a credential (every known secret value is replaced by ``<hidden>``).
+never carry a credential (the value of every live :class:`~kafka_tiers.api.Secret` is replaced by
+``<hidden>``). botocore's own DEBUG lines (request headers with the session token and the access
+key id) are kept clean by the same type: while a :class:`~kafka_tiers.api.Secret` lives, no log
+record of the process carries its value.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Iterable
 
 from botocore import exceptions as bx
@@ -37,9 +38,8 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RemoteStorageError,
     RetriableRemoteStorageError,
+    Secret,
 )
-
-HIDDEN = "<hidden>"
 
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404", "NoSuchUpload"})
 THROTTLING_CODES = frozenset({
@@ -70,26 +70,24 @@ class CallTimeoutError(Exception):
 
 
 def translate(exc: BaseException, *, bucket: str, key: str | None,
-              secrets: Iterable[str] = ()) -> RemoteStorageError | None:
+              secrets: Iterable[Secret | str] = ()) -> RemoteStorageError | None:
     """Map a botocore (or urllib3) exception to a kafka-tiers storage error.
 
     Args:
         exc: the exception.
         bucket: the bucket the call was about.
         key: the full object key (or prefix) it was about, if any.
-        secrets: values never to show.
+        secrets: secrets never to show (besides every live one).
 
     Returns:
         The error, or None for an exception that is not the S3 client's (the object-store
         level's default mapping applies then).
     """
     where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
-    hidden = tuple(s for s in secrets if s)
+    hidden = tuple(s if isinstance(s, Secret) else Secret(s) for s in secrets if s)
 
     def scrub(text: str) -> str:
-        for secret in sorted(hidden, key=len, reverse=True):
-            text = text.replace(secret, HIDDEN)
-        return text
+        return Secret.hide(text, hidden)
 
     if isinstance(exc, bx.ClientError):
         error = exc.response.get("Error", {}) or {}
@@ -163,73 +161,7 @@ def translate(exc: BaseException, *, bucket: str, key: str | None,
     return None
 
 
-# --------------------------------------------------------------------------------------------
-# Secrets out of log lines
-
-
-class SecretRedactingFilter(logging.Filter):
-    """Replaces registered secret values with ``<hidden>`` in every record of the loggers it is
-    attached to. botocore logs request headers at DEBUG (the session token, the access key id in
-    the ``Authorization`` header); this keeps them out of every log line."""
-
-    def __init__(self) -> None:
-        super().__init__("kafka_tiers_s3.redact")
-        self._lock = threading.Lock()
-        self._owners: dict[int, tuple[str, ...]] = {}
-        self._secrets: tuple[str, ...] = ()
-
-    def register(self, owner: object, secrets: Iterable[str]) -> None:
-        """Hide ``secrets`` until :meth:`unregister` of the same owner."""
-        with self._lock:
-            self._owners[id(owner)] = tuple(s for s in secrets if s)
-            self._refresh()
-
-    def unregister(self, owner: object) -> None:
-        with self._lock:
-            self._owners.pop(id(owner), None)
-            self._refresh()
-
-    def _refresh(self) -> None:
-        every = {s for values in self._owners.values() for s in values}
-        self._secrets = tuple(sorted(every, key=len, reverse=True))
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        secrets = self._secrets
-        if not secrets:
-            return True
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is logging's business, not ours
-            return True
-        changed = message
-        for secret in secrets:
-            changed = changed.replace(secret, HIDDEN)
-        if changed != message:
-            record.msg, record.args = changed, None
-        return True
-
-
-REDACTOR = SecretRedactingFilter()
-
-#: The loggers that may see request details: the AWS SDK, its HTTP stack, and this plugin.
-LOGGER_PREFIXES = ("botocore", "boto3", "s3transfer", "urllib3", "kafka_tiers_s3")
-
-
-def install_redactor() -> None:
-    """Attach :data:`REDACTOR` to every existing logger under :data:`LOGGER_PREFIXES` (a filter
-    applies to records logged on its own logger only, so each one gets it)."""
-    manager = logging.Logger.manager
-    names = [n for n in list(manager.loggerDict) if n.split(".")[0] in LOGGER_PREFIXES]
-    for name in set(names) | set(LOGGER_PREFIXES):
-        logger = logging.getLogger(name)
-        if REDACTOR not in logger.filters:
-            logger.addFilter(REDACTOR)
-
-
 __all__ = [
-    "REDACTOR",
     "CallTimeoutError",
-    "SecretRedactingFilter",
-    "install_redactor",
     "translate",
 ]
