@@ -6,10 +6,13 @@ No server: the endpoint is a port nobody listens on, so every test of the run fa
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from tests.servers.base import free_port
 
@@ -96,3 +99,25 @@ def test_failing_test_holding_the_settings_shows_no_credential(tmp_path: Path) -
     assert "settings   = S3Config(bucket='kt-report-bucket'" in output  # locals were shown
     assert "AssertionError" in output and "<hidden>" in output
     assert _leaked(output) == []
+
+
+def test_settings_repr_logs_and_errors_show_no_credential(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from kafka_tiers_s3.config import S3Config
+
+    from kafka_tiers.api import ConfigError, Secret
+
+    given = {"s3.bucket.name": "b-1", "aws.access.key.id": ACCESS_KEY_ID,
+             "aws.secret.access.key": SECRET_ACCESS_KEY, "aws.session.token": SESSION_TOKEN}
+    settings = S3Config.from_mapping(given)
+    assert all(isinstance(s, Secret) for s in settings.secrets) and len(settings.secrets) == 3
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("kafka_tiers_s3.test").debug("settings %s %r %s", settings, settings,
+                                                       settings.secrets)
+    assert _leaked(repr(settings) + caplog.text) == [] and "<hidden>" in caplog.text
+    no_secret_key = {k: v for k, v in given.items() if k != "aws.secret.access.key"}
+    for config in ({**given, "aws.session.token": " "}, {**given, "aws.secret.access.key": ""},
+                   no_secret_key, {**given, "aws.profile": "p"}):
+        with pytest.raises(ConfigError) as info:
+            S3Config.from_mapping(config)
+        assert _leaked(str(info.value) + repr(info.value.args) + repr(info.value.value)) == []
