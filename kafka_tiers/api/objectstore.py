@@ -1,26 +1,12 @@
-"""The object-store contract: implement four small operations, get the whole storage contract.
+"""The object-store contract: four small operations (put, ranged get, batched delete, list by
+prefix), optional ones with documented defaults (:meth:`ObjectStore.from_config`,
+:meth:`ObjectStore.translate_error`, :meth:`ObjectStore.collect_garbage`, ``close``), and the
+multi-part part operations of :class:`MultipartObjectStore`.
 
-An object-store backend (a directory tree, S3, Azure Blob, HDFS, a database) implements
-:class:`ObjectStore` and registers the class in the entry-point group
-``kafka_tiers.object_store``:
-
-- ``put(key, data, length)``: store a stream under a key (atomically: readers see the old
-  object, no object, or the whole new one);
-- ``get(key, byte_range)``: open a stream of an object, or of an inclusive byte range of it;
-- ``delete_many(keys)``: delete a batch of keys, missing ones ignored;
-- ``list(prefix)``: every object whose key starts with a prefix (paginating internally).
-
-Optional, with documented defaults: :meth:`ObjectStore.translate_error` (a store's own
-exceptions as kafka-tiers errors), :meth:`ObjectStore.close`,
-:meth:`ObjectStore.collect_garbage` (the store's own leftovers: incomplete uploads, temporary
-files), :meth:`ObjectStore.from_config` (how the store is built from the plugin's keys),
-:attr:`ObjectStore.CAPABILITIES`. Stores with multi-part uploads subclass
-:class:`MultipartObjectStore` and implement the part operations; the core's multipart engine
-(``kafka_tiers.objectstore.multipart``) does the splitting and the concurrency.
-
-The core (``kafka_tiers.objectstore``) builds the storage manager around the store: the key
-layout, the manifest-last commit protocol, the manifest format, listing and garbage collection
-are the core's and may change without an SPI change.
+A backend registers its store class in the entry-point group ``kafka_tiers.object_store``; the
+core (``kafka_tiers.objectstore``) builds the storage manager around it: key layout, manifest,
+commit protocol, listing, garbage collection and the multipart engine are the core's and may
+change without an SPI change.
 """
 
 from __future__ import annotations
@@ -159,12 +145,19 @@ class ObjectStore(ABC):
         SECRET_KEYS: the configuration keys whose values are credentials: they reach
             :meth:`from_config` as :class:`~kafka_tiers.api.Secret` (see
             :attr:`kafka_tiers.api.Plugin.SECRET_KEYS`).
+
+    Instance attributes:
+        base_prefix: a key prefix of the store's own setting (say ``azure.prefix``), set by
+            :meth:`from_config`; the core places every key below it, with the generic
+            ``key.prefix`` nested under it (``<base_prefix>/<key.prefix>/<topic>-<partition>/``).
+            The store still receives and lists full keys. Default ``""``.
     """
 
     max_delete_batch: ClassVar[int] = 1000
     max_concurrent_puts: ClassVar[int] = 1
     CAPABILITIES: ClassVar[frozenset[str]] = frozenset()
     SECRET_KEYS: ClassVar[frozenset[str]] = frozenset()
+    base_prefix: str = ""
 
     @classmethod
     def from_config(cls, config: Mapping[str, str]) -> Self:

@@ -98,7 +98,8 @@ def placer(ctx: click.Context, name_or_path: str, config: tuple[str, ...],
 def storage(ctx: click.Context, name_or_path: str | None, config_file: str,
             overrides: tuple[str, ...], pytest_args: tuple[str, ...]) -> None:
     """Run the remote storage suite against NAME_OR_PATH (an entry-point name in group
-    kafka_tiers.remote_storage, or pkg.module:Class). Arguments after `--` go to pytest.
+    kafka_tiers.remote_storage or kafka_tiers.object_store, or pkg.module:Class of a storage
+    manager or an object store). Arguments after `--` go to pytest.
 
     The config FILE is a broker's server.properties (its rsm.config.* keys; NAME_OR_PATH may
     then be left out, the plugin being its remote.storage.manager.class) or a file of the

@@ -151,9 +151,10 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             "__doc__": f"The storage manager the core builds around "
                        f"{store_class.__module__}.{store_class.__qualname__}.",
         }
-        spi = getattr(store_class, "SUPPORTED_SPI", None)
-        if spi is not None:
-            attrs["SUPPORTED_SPI"] = spi
+        for name in ("SUPPORTED_SPI", "SECRET_KEYS"):  # the loader reads them off the class
+            value = getattr(store_class, name, None)
+            if value is not None:
+                attrs[name] = value
         # the store's credentials keys (kafka_tiers.api.secret): wrapped before from_config
         attrs["SECRET_KEYS"] = frozenset(getattr(store_class, "SECRET_KEYS", ()))
         return type(f"{store_class.__name__}StorageManager", (cls,), attrs)
@@ -172,7 +173,9 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         return self.store_class.from_config(config)
 
     def configure(self, config: Mapping[str, str]) -> None:
-        """Read ``key.prefix`` and build the store with :meth:`create_object_store`.
+        """Read ``key.prefix`` and build the store with :meth:`create_object_store`; the key
+        prefix in use is the store's :attr:`ObjectStore.base_prefix` with ``key.prefix`` nested
+        below it.
 
         Raises:
             ConfigError: a bad value (from the store or an unsafe prefix).
@@ -180,12 +183,21 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         from kafka_tiers.api.errors import ConfigError
 
         try:
-            self._prefix = normalize_prefix(config.get("key.prefix", ""))
+            prefix = normalize_prefix(config.get("key.prefix", ""))
         except RemoteStorageError as exc:
             raise ConfigError(str(exc), key="key.prefix",
                               expected="/-separated parts of A-Z a-z 0-9 . _ - = + , @ ~"
                               ) from None
-        self._store = self.create_object_store(config)
+        store = self.create_object_store(config)
+        try:
+            base = normalize_prefix(store.base_prefix)
+        except RemoteStorageError as exc:
+            store.close()
+            raise ConfigError(f"the store's base prefix: {exc}",
+                              expected="/-separated parts of A-Z a-z 0-9 . _ - = + , @ ~"
+                              ) from None
+        self._prefix = "/".join(p for p in (base, prefix) if p)
+        self._store = store
 
     def close(self) -> None:
         store, self._store = self._store, None

@@ -179,8 +179,8 @@ def _resolve_storage(name_or_path: str) -> tuple[type[Plugin], str]:
     if ":" not in name and name:
         managers = {ep.name for ep in _entry_points(STORAGE_GROUP)}
         stores = {ep.name for ep in _entry_points(OBJECT_STORE_GROUP)}
-        if name in stores and name not in managers:
-            cls, label = _resolve(OBJECT_STORE_GROUP, name)
+        if name in stores and name not in managers:  # named by users as a storage plugin
+            cls, label = _resolve(OBJECT_STORE_GROUP, name, kind=KINDS[STORAGE_GROUP])
             return _storage_manager_of(cls), label
         if name in stores:
             log.warning("storage plugin name %r is registered in both %s and %s; using the "
@@ -193,9 +193,11 @@ def _resolve_storage(name_or_path: str) -> tuple[type[Plugin], str]:
     return _storage_manager_of(cls), label
 
 
-def _resolve(group: str, name_or_path: str, also: str | None = None) -> tuple[type[Any], str]:
-    """Resolve in ``group``; an import path may also name a class of group ``also``."""
-    kind = KINDS[group]
+def _resolve(group: str, name_or_path: str, also: str | None = None,
+             kind: str | None = None) -> tuple[type[Any], str]:
+    """Resolve in ``group``; an import path may also name a class of group ``also``; ``kind``
+    is what the plugin is called in messages (default: the group's)."""
+    kind = kind or KINDS[group]
     iface = _interface_for(group)
     name = (name_or_path or "").strip()
     if not name:

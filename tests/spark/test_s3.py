@@ -22,9 +22,11 @@ STORAGE = os.environ.get("KT_SPARK_S3_STORAGE", "s3")
 
 @pytest.fixture(scope="session")
 def s3_storage() -> str:
-    if ":" not in STORAGE and not entry_points(group="kafka_tiers.remote_storage", name=STORAGE):
+    if ":" not in STORAGE and not (entry_points(group="kafka_tiers.object_store", name=STORAGE)
+                                   or entry_points(group="kafka_tiers.remote_storage",
+                                                   name=STORAGE)):
         pytest.skip(f"the S3 storage plugin (entry point {STORAGE!r} in group "
-                    f"kafka_tiers.remote_storage, distribution plugins/kafka-tiers-s3) is not "
+                    f"kafka_tiers.object_store, distribution plugins/kafka-tiers-s3) is not "
                     f"installed")
     return STORAGE
 

@@ -9,10 +9,11 @@ import types
 from typing import Any
 
 import pytest
-from kafka_tiers_azure import AzureBlobConfig, AzureBlobRemoteStorageManager, CredentialKind
+from kafka_tiers_azure import AzureBlobConfig, CredentialKind
 from kafka_tiers_azure.store import BackoffRetry
 
-from kafka_tiers.api import ConfigError
+from kafka_tiers.api import ConfigError, Secret
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 from kafka_tiers.plugins import load_remote_storage
 
 KEY = "c2VjcmV0LWFjY291bnQta2V5LW5ldmVyLXRvLWJlLXNob3du"  # base64, a stand-in account key
@@ -22,7 +23,7 @@ CONN = ("DefaultEndpointsProtocol=https;AccountName=kttest;"
 SECRETS = (KEY, SAS, "TOPSECRETsignature", CONN)
 
 
-def _load(config: dict[str, str]) -> AzureBlobRemoteStorageManager:
+def _load(config: dict[str, str]) -> ObjectStoreRemoteStorageManager:
     return load_remote_storage("azure", config)  # type: ignore[return-value]
 
 
@@ -96,13 +97,16 @@ def test_each_credential_kind_is_chosen_by_its_keys() -> None:
     sas = AzureBlobConfig.from_config({**base, "azure.sas.token": "?" + SAS,
                                        "azure.endpoint.url": "https://kttest.blob.core.chinacloudapi.cn/"})
     assert sas.credential_kind is CredentialKind.SAS
-    assert sas.sas_token == SAS  # the leading "?" is dropped
+    assert sas.sas_token is not None
+    assert sas.sas_token.reveal() == SAS  # the leading "?" is dropped
     assert sas.account_url == "https://kttest.blob.core.chinacloudapi.cn"
     default = AzureBlobConfig.from_config({**base, "azure.account.name": "kttest"})
     assert default.credential_kind is CredentialKind.DEFAULT_CREDENTIAL
     for config in (shared, sas, default):
         assert not any(secret in repr(config) for secret in SECRETS)
-    assert KEY in AzureBlobConfig.from_config({**base, "azure.connection.string": CONN}).secrets
+    conn = AzureBlobConfig.from_config({**base, "azure.connection.string": CONN})
+    assert Secret.hide(f"key {KEY}") == "key <hidden>"  # the key inside counts as secret
+    assert [s.reveal() for s in conn.secrets] == [CONN]
 
 
 def test_defaults_and_tuning_keys_reach_the_client() -> None:

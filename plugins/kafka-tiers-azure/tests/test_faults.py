@@ -17,8 +17,8 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RetriableRemoteStorageError,
 )
-from kafka_tiers.api.objectstore import ObjectKind, segment_key
 from kafka_tiers.conformance.storage import SegmentBuilder
+from kafka_tiers.objectstore import ObjectKind, segment_key
 from kafka_tiers.plugins import load_remote_storage
 
 pytestmark = pytest.mark.servers

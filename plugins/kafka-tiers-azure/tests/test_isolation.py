@@ -1,5 +1,5 @@
-"""The plugin depends on kafka-tiers' public surface only: importing it (and configuring it)
-loads no ``kafka_tiers`` module outside ``kafka_tiers.api``."""
+"""The plugin depends on kafka-tiers' public surface only: importing it (and building its store
+from a config) loads no ``kafka_tiers`` module outside ``kafka_tiers.api``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 SCRIPT = """
 import json, sys
 import kafka_tiers_azure
-from kafka_tiers_azure import AzureBlobRemoteStorageManager
-rsm = AzureBlobRemoteStorageManager()
-rsm.configure({"azure.container.name": "tier", "azure.connection.string":
-               "AccountName=kttest;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:9/kttest"})
-rsm.close()
+from kafka_tiers_azure import AzureBlobStore
+store = AzureBlobStore.from_config({
+    "azure.container.name": "tier", "azure.connection.string":
+    "AccountName=kttest;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:9/kttest"})
+store.close()
 print(json.dumps(sorted(m for m in sys.modules if m == "kafka_tiers"
                         or m.startswith("kafka_tiers."))))
 """

@@ -17,9 +17,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from kafka_tiers_hdfs import HdfsRemoteStorageManager
+from kafka_tiers_hdfs.store import HdfsObjectStore
 
 from kafka_tiers.conformance.storage import SegmentBuilder
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
+
+#: the storage manager kafka-tiers builds around the store (what ``hdfs`` loads)
+HdfsStorage = ObjectStoreRemoteStorageManager.for_store(HdfsObjectStore)
 
 
 def plugin_config(server: Any, base_dir: str | None = None, **extra: str) -> dict[str, str]:
@@ -51,12 +55,12 @@ def hdfs_config(webhdfs_server: Any, hdfs_run_dir: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def make_plugin() -> Iterator[Callable[[dict[str, str]], HdfsRemoteStorageManager]]:
+def make_plugin() -> Iterator[Callable[[dict[str, str]], ObjectStoreRemoteStorageManager]]:
     """Creates configured plugin instances; all are closed after the test."""
-    made: list[HdfsRemoteStorageManager] = []
+    made: list[ObjectStoreRemoteStorageManager] = []
 
-    def make(config: dict[str, str]) -> HdfsRemoteStorageManager:
-        plugin = HdfsRemoteStorageManager()
+    def make(config: dict[str, str]) -> ObjectStoreRemoteStorageManager:
+        plugin = HdfsStorage()
         made.append(plugin)
         plugin.configure(config)
         return plugin

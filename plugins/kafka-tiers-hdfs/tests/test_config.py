@@ -10,13 +10,18 @@ import types
 from typing import Any
 
 import pytest
-from kafka_tiers_hdfs import HdfsRemoteStorageManager, HdfsSettings
+from kafka_tiers_hdfs import HdfsSettings
+from kafka_tiers_hdfs.store import HdfsObjectStore
 
 from kafka_tiers.api import ConfigError
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 from kafka_tiers.plugins import load_remote_storage
 
 GOOD = {"hdfs.namenode.url": "http://127.0.0.1:9", "hdfs.user": "kafka",
         "hdfs.base.dir": "/kafka/remote"}
+
+#: the storage manager kafka-tiers builds around the store (what ``hdfs`` loads)
+HdfsStorage = ObjectStoreRemoteStorageManager.for_store(HdfsObjectStore)
 
 
 def _error(config: dict[str, str]) -> ConfigError:
@@ -121,11 +126,11 @@ def test_kerberos_client_is_built_only_when_enabled(monkeypatch: pytest.MonkeyPa
     fake = types.ModuleType("hdfs.ext.kerberos")
     fake.KerberosClient = FakeKerberosClient  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "hdfs.ext.kerberos", fake)
-    plugin = HdfsRemoteStorageManager()
+    plugin = HdfsStorage()
     plugin.configure({**GOOD, "hdfs.user": ""})
     plugin.close()
     assert built == []  # simple authentication: InsecureClient
-    plugin = HdfsRemoteStorageManager()
+    plugin = HdfsStorage()
     plugin.configure({**GOOD, "hdfs.namenode.url": "https://nn1:9871,https://nn2:9871",
                       "hdfs.kerberos.enabled": "true", "hdfs.kerberos.principal": "kafka@EX",
                       "hdfs.kerberos.mutual.auth": "DISABLED"})
@@ -142,7 +147,7 @@ def test_kerberos_client_is_built_only_when_enabled(monkeypatch: pytest.MonkeyPa
 
 def test_the_hdfs_packages_per_call_info_lines_are_quiet_unless_asked_for(
         caplog: pytest.LogCaptureFixture) -> None:
-    from kafka_tiers_hdfs.storage import HDFS_LOGGER, quiet_hdfs_logging
+    from kafka_tiers_hdfs.client import HDFS_LOGGER, quiet_hdfs_logging
 
     logger = logging.getLogger(HDFS_LOGGER)
     saved = logger.level

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from hdfs import HdfsError
-from kafka_tiers_hdfs import HdfsRemoteStorageManager
 from kafka_tiers_hdfs.store import translate
 
 from kafka_tiers.api import (
@@ -19,6 +18,7 @@ from kafka_tiers.api import (
     RetriableRemoteStorageError,
 )
 from kafka_tiers.conformance.storage import SegmentBuilder
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 from kafka_tiers.remote.guarded import GuardedRemoteStorage
 from tests.servers.base import free_port
 
@@ -127,7 +127,7 @@ def test_ha_fails_over_and_remembers_the_active_namenode(
     else:
         counted = fake_servers["closing"]()
         bad_url = counted.url
-    rsm: HdfsRemoteStorageManager = make_plugin(
+    rsm: ObjectStoreRemoteStorageManager = make_plugin(
         {**hdfs_config, "hdfs.namenode.url": f"{bad_url},{webhdfs_server.url}"})
     segment = segments.make(0, log_size=50_000)
     rsm.copy_log_segment_data(segment.metadata, segment.data)

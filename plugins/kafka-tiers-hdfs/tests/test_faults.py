@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
-from kafka_tiers_hdfs import HdfsRemoteStorageManager
 
 from kafka_tiers.api import (
     ByteRange,
@@ -27,8 +26,8 @@ from kafka_tiers.api import (
     RetriableRemoteStorageError,
     TopicPartition,
 )
-from kafka_tiers.api.objectstore import partition_prefix
 from kafka_tiers.conformance.storage import SegmentBuilder
+from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager, partition_prefix
 from tests.servers.webhdfs import WebHdfsServer
 
 pytestmark = pytest.mark.servers
@@ -94,6 +93,10 @@ class _StopDuringLogPut(ObjectStore):
     def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
         return self.inner.translate_error(exc, key)
 
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -102,7 +105,7 @@ def test_server_stops_mid_copy(private_server: WebHdfsServer, config_for: Callab
                                make_plugin: Callable[..., Any],
                                segments: SegmentBuilder) -> None:
     server = private_server
-    rsm: HdfsRemoteStorageManager = make_plugin(config_for(server))
+    rsm: ObjectStoreRemoteStorageManager = make_plugin(config_for(server))
     client = server.client()
     earlier = segments.make(0, log_size=20_000)
     rsm.copy_log_segment_data(earlier.metadata, earlier.data)

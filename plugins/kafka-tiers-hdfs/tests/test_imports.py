@@ -16,7 +16,7 @@ def _modules_after(code: str) -> list[str]:
 
 
 def test_the_plugin_imports_only_the_public_api() -> None:
-    modules = _modules_after("import kafka_tiers_hdfs, kafka_tiers_hdfs.storage, "
+    modules = _modules_after("import kafka_tiers_hdfs, kafka_tiers_hdfs.client, "
                              "kafka_tiers_hdfs.store, kafka_tiers_hdfs.settings")
     ours = [m for m in modules if m == "kafka_tiers" or m.startswith("kafka_tiers.")]
     assert "kafka_tiers.api" in ours
@@ -28,9 +28,9 @@ def test_the_plugin_imports_only_the_public_api() -> None:
 def test_loading_through_the_entry_point_does_not_need_more() -> None:
     modules = _modules_after(
         "from importlib.metadata import entry_points\n"
-        "[ep] = [e for e in entry_points(group='kafka_tiers.remote_storage') if e.name == 'hdfs']\n"
-        "ep.load()().configure({'hdfs.namenode.url': 'http://127.0.0.1:9', 'hdfs.user': 'u', "
-        "'hdfs.base.dir': '/x'})")
+        "[ep] = [e for e in entry_points(group='kafka_tiers.object_store') if e.name == 'hdfs']\n"
+        "ep.load().from_config({'hdfs.namenode.url': 'http://127.0.0.1:9', 'hdfs.user': 'u', "
+        "'hdfs.base.dir': '/x'}).close()")
     outside = [m for m in modules if m.startswith("kafka_tiers.")
                and not m.startswith("kafka_tiers.api")]
     assert outside == []

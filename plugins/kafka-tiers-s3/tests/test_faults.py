@@ -15,9 +15,9 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RetriableRemoteStorageError,
 )
-from kafka_tiers.api.objectstore import partition_prefix
 from kafka_tiers.conformance.storage import SegmentBuilder
 from kafka_tiers.conformance.storage.harness import objects_of_segment
+from kafka_tiers.objectstore import partition_prefix
 from kafka_tiers.plugins import load_remote_storage
 
 pytestmark = pytest.mark.servers

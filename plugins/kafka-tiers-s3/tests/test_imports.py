@@ -17,7 +17,7 @@ def _modules_after(code: str) -> list[str]:
 
 def test_the_plugin_imports_only_the_public_api_of_kafka_tiers() -> None:
     modules = _modules_after(
-        "import kafka_tiers_s3, kafka_tiers_s3.storage, kafka_tiers_s3.store, "
+        "import kafka_tiers_s3, kafka_tiers_s3.store, "
         "kafka_tiers_s3.config, kafka_tiers_s3.errors\n"
         "from kafka_tiers_s3.config import known_storage_classes\n"
         "known_storage_classes()\n"

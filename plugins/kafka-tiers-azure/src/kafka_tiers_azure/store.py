@@ -31,7 +31,10 @@ segment copy are stored at once, after its log (:attr:`AzureBlobStore.max_concur
 Errors: every SDK exception is turned into a kafka-tiers error *inside* this module (see
 :meth:`AzureBlobStore.translate_error`) and raised ``from None``, so that no SDK exception -- whose
 text may hold a request URL with a SAS signature -- travels further; messages go through
-:func:`~kafka_tiers_azure.redact.redact`.
+:meth:`kafka_tiers.api.Secret.hide`. The credentials are
+:class:`~kafka_tiers.api.Secret` values, revealed only in :func:`make_container_client`; while
+they live, no log record of the process (urllib3's request lines with a SAS in their URL
+included) carries them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import io
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from azure.core.exceptions import (
@@ -64,10 +67,18 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RemoteStorageError,
     RetriableRemoteStorageError,
+    Secret,
+    StorageCapability,
+    default_translate,
+    validate_key,
 )
-from kafka_tiers.api.objectstore import default_translate
-from kafka_tiers_azure import redact
-from kafka_tiers_azure.config import BLOCK_SIZE, AzureBlobConfig, CredentialKind
+from kafka_tiers_azure.config import (
+    BLOCK_SIZE,
+    PREFIX,
+    SECRET_KEYS,
+    AzureBlobConfig,
+    CredentialKind,
+)
 
 if TYPE_CHECKING:
     from azure.storage.blob import StorageStreamDownloader
@@ -133,26 +144,29 @@ def make_container_client(config: AzureBlobConfig) -> ContainerClient:
         "logging_enable": False,
     }
     kind = config.credential_kind
+    # the one place the credentials are revealed: handed to the SDK
     try:
         if kind is CredentialKind.CONNECTION_STRING:
             assert config.connection_string is not None
             return ContainerClient.from_connection_string(
-                config.connection_string, config.container_name, **options)
+                config.connection_string.reveal(), config.container_name, **options)
         credential: Any
         if kind is CredentialKind.SHARED_KEY:
+            assert config.account_key is not None
             credential = {"account_name": config.account_name,
-                          "account_key": config.account_key}
+                          "account_key": config.account_key.reveal()}
         elif kind is CredentialKind.SAS:
             from azure.core.credentials import AzureSasCredential
 
-            credential = AzureSasCredential(config.sas_token or "")
+            assert config.sas_token is not None
+            credential = AzureSasCredential(config.sas_token.reveal())
         else:
             credential = _default_credential()
         return ContainerClient(config.account_url or "", config.container_name,
                                credential=credential, **options)
     except ValueError as exc:  # the SDK's own checks; its text may quote a value
         raise ConfigError(f"the Azure SDK refused the configuration: "
-                          f"{redact.redact(str(exc), config.secrets)}") from None
+                          f"{Secret.hide(str(exc), config.secrets)}") from None
 
 
 def _default_credential() -> Any:
@@ -179,6 +193,11 @@ class AzureBlobStore(MultipartObjectStore):
             :meth:`close`.
     """
 
+    SECRET_KEYS = SECRET_KEYS  # the core hands their values over as Secret
+    SUPPORTED_SPI: ClassVar[str] = ">=2.0,<3"
+    #: the SDK's clients are thread-safe; large blobs go up as block lists
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({
+        StorageCapability.MULTIPART_UPLOAD, StorageCapability.CONCURRENT_ACCESS})
     max_delete_batch: ClassVar[int] = MAX_BATCH
     #: the SDK's clients are thread-safe, and every put is its own blob (or block list)
     max_concurrent_puts: ClassVar[int] = 4
@@ -186,17 +205,34 @@ class AzureBlobStore(MultipartObjectStore):
     part_size_setting = BLOCK_SIZE
     upload_thread_name = "kafka-tiers-azure-upload"
 
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AzureBlobStore:
+        """Check the ``azure.*`` keys and build the store (no request is made).
+        ``azure.prefix`` becomes :attr:`base_prefix`: kafka-tiers nests ``key.prefix`` (which
+        the conformance suite sets per test) below it.
+
+        Raises:
+            ConfigError: a missing, malformed, conflicting or unknown key (one line naming it;
+                never a secret's value).
+        """
+        prefix = str(config.get(PREFIX, "") or "").strip().strip("/")
+        try:
+            if prefix:
+                validate_key(prefix)
+        except RemoteStorageError as exc:
+            raise ConfigError(f"{PREFIX}: {exc}", key=PREFIX,
+                              expected="/-separated parts of A-Z a-z 0-9 . _ - = + , @ ~"
+                              ) from None
+        store = cls(AzureBlobConfig.from_config(config))
+        store.base_prefix = prefix
+        return store
+
     def __init__(self, config: AzureBlobConfig, client: ContainerClient | None = None) -> None:
         self.config = config
         self.part_size = config.block_size
         self.upload_concurrency = config.upload_concurrency
         self._secrets = config.secrets
-        redact.register(self._secrets)
-        try:
-            self.container: ContainerClient = client or make_container_client(config)
-        except BaseException:
-            redact.unregister(self._secrets)
-            raise
+        self.container: ContainerClient = client or make_container_client(config)
         self._closed = False
         self._close_lock = threading.Lock()
 
@@ -214,7 +250,7 @@ class AzureBlobStore(MultipartObjectStore):
             mapped = self.translate_error(exc, key)
             if mapped is None:  # not the SDK's own type (a ValueError, a socket timeout)
                 default = default_translate(exc, key)
-                mapped = type(default)(redact.redact(str(default), self._secrets),
+                mapped = type(default)(Secret.hide(str(default), self._secrets),
                                        resource=key, retriable=default.retriable)
             raise mapped from None
 
@@ -222,7 +258,7 @@ class AzureBlobStore(MultipartObjectStore):
         """The first line of an SDK message, redacted and shortened."""
         message = getattr(exc, "message", None) or str(exc)
         first = str(message).strip().splitlines()[0] if str(message).strip() else ""
-        first = redact.redact(first, self._secrets)
+        first = Secret.hide(first, self._secrets)
         return first if len(first) <= 300 else first[:297] + "..."
 
     def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
@@ -375,13 +411,10 @@ class AzureBlobStore(MultipartObjectStore):
             if self._closed:
                 return
             self._closed = True
-        try:
-            self.container.close()
-            close_credential = getattr(self.container.credential, "close", None)
-            if callable(close_credential):  # DefaultAzureCredential holds its own sessions
-                close_credential()
-        finally:
-            redact.unregister(self._secrets)
+        self.container.close()
+        close_credential = getattr(self.container.credential, "close", None)
+        if callable(close_credential):  # DefaultAzureCredential holds its own sessions
+            close_credential()
 
 
 class _DownloadStream(io.RawIOBase):

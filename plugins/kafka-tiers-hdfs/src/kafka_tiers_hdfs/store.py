@@ -11,7 +11,7 @@ Atomic visibility
     for that instant, which the contract allows). When anything fails the temporary file is
     deleted; if even that fails (the cluster is gone, or the datanode created the file after
     the client gave up), it is left for
-    :meth:`~kafka_tiers_hdfs.storage.HdfsRemoteStorageManager.collect_orphans`.
+    :meth:`HdfsObjectStore.collect_garbage` (run by kafka-tiers' ``collect_orphans``).
 
     Why not ``APPEND`` in chunks: rename already gives atomicity, and one streamed request
     holds one chunk in memory whatever the segment's size. Appending would cost a namenode
@@ -43,7 +43,7 @@ import io
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, BinaryIO, ClassVar
 
@@ -58,8 +58,10 @@ from kafka_tiers.api import (
     RemoteResourceNotFoundError,
     RemoteStorageError,
     RetriableRemoteStorageError,
+    StorageCapability,
+    validate_key,
 )
-from kafka_tiers.api.objectstore import validate_key
+from kafka_tiers_hdfs.settings import HdfsSettings
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +184,10 @@ class HdfsObjectStore(ObjectStore):
         upload_chunk_size: bytes read from the source per piece of an upload.
     """
 
+    SUPPORTED_SPI: ClassVar[str] = ">=2.0,<3"
+    #: the client is safe to share between threads (one ``requests`` session; the HA state is
+    #: locked)
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({StorageCapability.CONCURRENT_ACCESS})
     max_delete_batch: ClassVar[int] = 1000
     #: the index objects of a copy are written at once (after the log): each put is its own
     #: CREATE + RENAME of a distinct temporary file, through a thread-safe client
@@ -198,6 +204,27 @@ class HdfsObjectStore(ObjectStore):
         self.block_size = block_size
         self.buffer_size = buffer_size
         self.upload_chunk_size = upload_chunk_size
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> HdfsObjectStore:
+        """Check the ``hdfs.*`` keys and build the store (no request is sent).
+
+        Raises:
+            ConfigError: a missing or malformed value (one line naming the key).
+        """
+        from kafka_tiers_hdfs.client import make_client, new_session, quiet_hdfs_logging
+
+        settings = HdfsSettings.from_config(config)
+        quiet_hdfs_logging()
+        session = new_session(settings)
+        try:
+            client = make_client(settings, session)
+        except BaseException:
+            session.close()
+            raise
+        return cls(client, settings.base_dir, session=session, replication=settings.replication,
+                   block_size=settings.block_size, buffer_size=settings.buffer_size,
+                   upload_chunk_size=settings.upload_chunk_size)
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -344,6 +371,13 @@ class HdfsObjectStore(ObjectStore):
             for path in found:
                 self.client.delete(path, recursive=False)
         return found
+
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        """The garbage hook: delete the temporary files of failed writes (those whose own
+        cleanup failed) under ``prefix`` last modified before ``older_than_ms``; returns their
+        HDFS paths, sorted (``dry_run``: deletes nothing)."""
+        return self.collect_temporary_files(prefix, older_than_ms, dry_run=dry_run)
 
     def translate_error(self, exc: BaseException, key: str | None) -> RemoteStorageError | None:
         return translate(exc, key)

@@ -14,7 +14,8 @@
   upload that is neither completed nor aborted). An abort that fails too (S3 unreachable) is
   remembered (:meth:`S3ObjectStore.abort_failed_upload`) and retried before the next upload
   and at :meth:`S3ObjectStore.close`; what still remains (a crash) is found by
-  :meth:`S3ObjectStore.abort_incomplete_uploads`, which the plugin's ``collect_orphans`` calls.
+  :meth:`S3ObjectStore.abort_incomplete_uploads`, which the store's garbage hook
+  (:meth:`S3ObjectStore.collect_garbage`, called by kafka-tiers' ``collect_orphans``) runs.
 - ``get``: ``GetObject``, with ``Range: bytes=first-last`` for a byte range; the body is
   streamed, never buffered whole.
 - ``delete_many``: ``DeleteObjects`` in batches of at most 1,000 keys (S3's limit), quiet mode;
@@ -35,7 +36,7 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, ClassVar
 
 import crc32c
@@ -47,9 +48,11 @@ from kafka_tiers.api import (
     ObjectInfo,
     RemoteStorageError,
     RetriableRemoteStorageError,
+    Secret,
+    StorageCapability,
 )
 from kafka_tiers_s3 import errors
-from kafka_tiers_s3.config import PART_SIZE, PROFILE, S3Config
+from kafka_tiers_s3.config import PART_SIZE, PROFILE, SECRET_KEYS, S3Config
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +76,10 @@ def build_client(cfg: S3Config) -> Any:
 
     try:
         session = boto3.session.Session(
-            aws_access_key_id=cfg.access_key_id,
-            aws_secret_access_key=cfg.secret_access_key,
-            aws_session_token=cfg.session_token,
+            # the one place the credentials are revealed: handed to boto3
+            aws_access_key_id=_reveal(cfg.access_key_id),
+            aws_secret_access_key=_reveal(cfg.secret_access_key),
+            aws_session_token=_reveal(cfg.session_token),
             region_name=cfg.region,
             profile_name=cfg.profile,
         )
@@ -100,6 +104,10 @@ def build_client(cfg: S3Config) -> Any:
                           verify=cfg.certificate_check)
 
 
+def _reveal(secret: Secret | None) -> str | None:
+    return None if secret is None else secret.reveal()
+
+
 class S3ObjectStore(MultipartObjectStore):
     """Objects in one bucket under ``s3.prefix``; thread-safe (one boto3 client).
 
@@ -119,6 +127,11 @@ class S3ObjectStore(MultipartObjectStore):
         list_page_size: keys per ``ListObjectsV2`` page (S3's maximum, 1,000, by default).
     """
 
+    SECRET_KEYS = SECRET_KEYS  # the core hands their values over as Secret
+    SUPPORTED_SPI: ClassVar[str] = ">=2.0,<3"
+    #: one thread-safe boto3 client serves every call; large objects go up in parts
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({
+        StorageCapability.MULTIPART_UPLOAD, StorageCapability.CONCURRENT_ACCESS})
     max_delete_batch: ClassVar[int] = MAX_DELETE_KEYS
     #: boto3 clients are thread-safe and every put is its own request or upload: the small
     #: objects of a segment copy go up at once (after its log)
@@ -151,8 +164,16 @@ class S3ObjectStore(MultipartObjectStore):
             events.register("before-send.s3", self._check_call_clock)
             events.register("after-call.s3", self._stop_call_clock)
             events.register("after-call-error.s3", self._stop_call_clock)
-        errors.install_redactor()
-        errors.REDACTOR.register(self, self._secrets)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> S3ObjectStore:
+        """Read the ``s3.*`` / ``aws.*`` keys and build the store (no request is sent yet).
+
+        Raises:
+            ConfigError: a missing, malformed or contradictory setting (one line naming the
+                key, never a secret value).
+        """
+        return cls(S3Config.from_mapping(config))
 
     def __repr__(self) -> str:
         return (f"S3ObjectStore(bucket={self.bucket!r}, prefix={self.prefix!r}, "
@@ -351,6 +372,13 @@ class S3ObjectStore(MultipartObjectStore):
                 self.abort_failed_upload(key, upload_id)
         return sorted(key for key, _ in stale)
 
+    def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
+                        ) -> list[str]:
+        """The garbage hook: abort the incomplete multipart uploads under ``prefix`` started
+        before ``older_than_ms`` (a copy that died mid-upload leaves one; S3 bills its parts
+        until it is aborted). Returns their keys, sorted; ``dry_run`` aborts nothing."""
+        return self.abort_incomplete_uploads(prefix, older_than_ms, dry_run=dry_run)
+
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
         """Store the stream (see :meth:`MultipartObjectStore.put`): one request for small
         objects, else a multipart upload with :attr:`upload_concurrency` parts in flight,
@@ -376,7 +404,6 @@ class S3ObjectStore(MultipartObjectStore):
                 log.warning("%d multipart uploads in s3://%s could not be aborted; the next "
                             "collect_orphans (or a bucket lifecycle rule for incomplete "
                             "uploads) removes them", left, self.bucket)
-        errors.REDACTOR.unregister(self)
         client, self.client = self.client, None
         if client is not None:
             client.close()
