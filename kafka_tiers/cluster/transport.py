@@ -294,6 +294,10 @@ class TcpServer:
     Args:
         handlers: the table.
         port: 0 picks a free port (see :attr:`port`).
+
+    Raises:
+        TransportError: the port cannot be listened on (in use, or not permitted); the
+            message names the address and the reason.
     """
 
     def __init__(self, handlers: HandlerTable, port: int = 0, host: str = LOOPBACK) -> None:
@@ -333,7 +337,12 @@ class TcpServer:
             daemon_threads = True
             block_on_close = False
 
-        self._server = _Server((LOOPBACK, port), _Handler)
+        try:
+            self._server = _Server((LOOPBACK, port), _Handler)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise TransportError(f"cannot listen on {LOOPBACK}:{port}: {reason.lower()}",
+                                 ErrorCode.NETWORK_EXCEPTION, sent=False) from None
         self.port: int = self._server.server_address[1]
         self.address = f"{LOOPBACK}:{self.port}"
         self._thread: threading.Thread | None = None

@@ -117,3 +117,35 @@ def test_cli_errors_are_one_line(tcp_cluster) -> None:
                           cwd=ROOT, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.strip() == "error: unknown topic 'nope'"
+
+
+def test_a_port_in_use_is_one_error_line_and_the_log_dirs_are_released(tmp_path: Path) -> None:
+    """A broker whose port is taken refuses to start with one line naming the address (no
+    traceback), and leaves its log dirs unlocked for the next attempt."""
+    import socket
+
+    from kafka_tiers.broker import Broker
+    from kafka_tiers.cluster.transport import TransportError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        props = tmp_path / "server.properties"
+        props.write_text(f"broker.id=1\nlog.dirs={tmp_path / 'logs'}\nport={port}\n")
+        proc = subprocess.run(
+            [sys.executable, "-m", "kafka_tiers", "broker", "start", "--config", str(props)],
+            capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 1
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert lines == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"], (
+            proc.stderr)
+        assert "Traceback" not in proc.stdout + proc.stderr
+
+        config = {"broker.id": "1", "log.dirs": str(tmp_path / "logs"), "port": str(port)}
+        with pytest.raises(TransportError, match=f"cannot listen on 127.0.0.1:{port}"):
+            Broker(config, cluster=True).start()
+    # the failed starts released the dirs: a broker on a free port starts on them
+    config["port"] = "0"
+    with Broker(config, cluster=True).start() as broker:
+        assert broker.started
