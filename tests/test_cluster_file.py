@@ -45,11 +45,15 @@ def test_round_trip_with_assignments() -> None:
     ({"brokers": [{"id": 1}], "assignments": [
         {"topic": "t", "partition": 0, "replicas": [1]},
         {"topic": "t", "partition": 0, "replicas": [1]}]}, "t-0 is listed twice"),
+    ({"brokers": [{"id": 1}, {"id": 2}], "assignments": [
+        {"topic": "t", "partition": 0, "replicas": [2, 2]}]},
+     "assignments[0].replicas: broker 2 is listed twice"),
 ])
 def test_bad_documents(doc: object, fragment: str) -> None:
     with pytest.raises(InvalidClusterError) as err:
         cluster_from_dict(doc, "c.json")
     assert fragment in str(err.value) and str(err.value).startswith("c.json")
+    assert str(err.value).count("c.json") == 1, f"the file is named more than once: {err.value}"
 
 
 def test_bad_files(tmp_path: Path) -> None:

@@ -128,8 +128,9 @@ def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
         address = b.get("address")
         if address is not None and (not isinstance(address, str) or ":" not in address):
             raise InvalidClusterError(f"{where}.address: expected \"host:port\" or null")
+        broker_id = _int(b["id"], f"{where}.id")
         try:
-            brokers.append(BrokerInfo(_int(b["id"], f"{where}.id"), rack, fenced, attrs))
+            brokers.append(BrokerInfo(broker_id, rack, fenced, attrs))
         except InvalidClusterError as exc:
             raise InvalidClusterError(f"{where}: {exc}") from None
         if address is not None:
@@ -154,6 +155,9 @@ def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
             if not isinstance(p["replicas"], list):
                 raise InvalidClusterError(f"{where}.replicas: expected a list of broker ids")
             reps = [_int(r, f"{where}.replicas") for r in p["replicas"]]
+            twice = sorted({r for r in reps if reps.count(r) > 1})
+            if twice:
+                raise InvalidClusterError(f"{where}.replicas: broker {twice[0]} is listed twice")
             tp = TopicPartition(p["topic"], part)
             if tp in assignments:
                 raise InvalidClusterError(f"{where}: {tp} is listed twice")
