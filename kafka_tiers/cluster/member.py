@@ -263,6 +263,14 @@ class ClusterMember:
 
     def _controlled_shutdown(self) -> None:
         assert self.metadata is not None and self.client is not None
+        try:
+            others = set(self.metadata.live_brokers()) - {self.broker_id}
+        except MetadataStoreError:
+            others = {-1}  # unknown: try the controller as usual
+        if not others:
+            log.info("broker %s: controlled shutdown: no other live broker can lead its "
+                     "partitions; stopping", self.broker_id)
+            return
         retries = int(self.config["controlled.shutdown.max.retries"])
         for attempt in range(retries + 1):
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -355,3 +356,18 @@ def test_consumers_read_only_up_to_the_high_watermark(make_cluster: Make) -> Non
     c.wait_until(lambda: [r.value for r in cl.read_all("hw", 0)] == [b"committed",
                                                                      b"pending"], 10,
                  "visible once the follower has it")
+
+
+def test_the_only_live_broker_stops_without_controlled_shutdown_warnings(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With no other live broker to take over, a controlled shutdown has nothing to move: it
+    says so at INFO instead of warning once per retry that the broker still leads."""
+    with LocalCluster(tmp_path / "one", 1) as cluster:
+        cluster.client().create_topic("solo", 2, 1)
+        cluster.wait_until(lambda: bool(cluster.broker(1).topics()), 20, "replicas hosted")
+        with caplog.at_level(logging.INFO, logger="kafka_tiers.cluster.member"):
+            cluster.stop_broker(1, controlled=True)
+    member_lines = [r for r in caplog.records if r.name == "kafka_tiers.cluster.member"]
+    assert not [r for r in member_lines if r.levelno >= logging.WARNING], [
+        r.getMessage() for r in member_lines]
+    assert any("no other live broker" in r.getMessage() for r in member_lines)
