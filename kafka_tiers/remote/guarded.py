@@ -158,7 +158,9 @@ class GuardedRemoteStorage(RemoteStorageManager):
                 f"{prefix} failed in {op}: {kind} {type(exc).__name__}: "
                 f"{self.redact(str(exc))}", plugin=self._name, segment_id=segment_id,
                 retriable=retriable)
-        log.warning("%s", err)
+        # The error is raised to the caller, who reports it once (the remote log manager's
+        # task log line, the CLI's error line); a warning here would say it twice.
+        log.debug("%s", err)
         return err
 
     def _call(self, op: str, segment_id: str | None, fn: Callable[..., T], *args: Any) -> T:

@@ -161,6 +161,19 @@ def test_foreign_errors_are_translated_without_secrets(plugin, guarded, tmp_path
     assert err.plugin == "misbehaving" and err.segment_id is not None
 
 
+def test_a_failed_call_is_raised_not_also_logged_as_a_warning(plugin, guarded, tmp_path,
+                                                             caplog):
+    """The caller reports a raised error once (the CLI's error line, the remote log manager's
+    task line): the guard itself logs it only at DEBUG."""
+    plugin.mode = "copy-keyerror"
+    caplog.set_level(logging.DEBUG, logger="kafka_tiers.remote.guarded")
+    with pytest.raises(RemoteStorageError):
+        guarded.copy_log_segment_data(metadata(), segment_data(tmp_path))
+    records = [r for r in caplog.records if r.name == "kafka_tiers.remote.guarded"]
+    assert records and all(r.levelno < logging.WARNING for r in records), [
+        (r.levelname, r.getMessage()) for r in records]
+
+
 def test_timeouts_become_retriable(plugin, guarded, tmp_path):
     plugin.mode = "copy-timeout"
     with pytest.raises(RemoteStorageError) as info:
