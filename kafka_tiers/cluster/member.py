@@ -129,10 +129,14 @@ class ClusterMember:
 
         Raises:
             MetadataStoreError: the store is unreachable.
+            PluginError: the configured placer is unknown or cannot be loaded.
             ConfigError: the placer or the store settings are refused.
         """
         cfg = self.config
         self.core = PlacementService(cfg, hooks=self.hooks, placer=self._placer)
+        # Every broker may become the controller, which places topics: a placer that cannot
+        # be loaded refuses the start, not the first topic creation.
+        _ = self.core.placer
         self.client = LoopbackClient(self.network) if self.network is not None \
             else TcpClient()
         self.store = make_store(cfg, embedded_server=self._embedded_server)

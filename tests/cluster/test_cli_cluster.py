@@ -149,3 +149,23 @@ def test_a_port_in_use_is_one_error_line_and_the_log_dirs_are_released(tmp_path:
     config["port"] = "0"
     with Broker(config, cluster=True).start() as broker:
         assert broker.started
+
+
+def test_an_unknown_placer_refuses_the_start(tmp_path: Path) -> None:
+    """Every broker may become the controller, which places topics: an unknown placer is one
+    error line at start, not a failure of the first topic creation."""
+    from kafka_tiers.api import PluginError
+    from kafka_tiers.broker import Broker
+
+    config = {"broker.id": "1", "log.dirs": str(tmp_path / "logs"), "port": "0",
+              "broker.replica.placer": "no-such-placer"}
+    with pytest.raises(PluginError, match="unknown replica placer 'no-such-placer'"):
+        Broker(config, cluster=True).start()
+    props = tmp_path / "server.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_tiers", "broker", "start", "--config", str(props)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: unknown replica placer"), proc.stderr
