@@ -20,7 +20,7 @@ def conformance() -> None:
     Examples:
       kafka-tiers conformance placer rack-aware
       kafka-tiers conformance placer my_pkg.placers:MyPlacer --config zone.key=az -- -x -k balance
-      kafka-tiers conformance storage s3 --config s3.properties --set bucket=test
+      kafka-tiers conformance storage s3 --config s3.properties --set s3.bucket.name=test
     """
 
 
@@ -108,7 +108,7 @@ def storage(ctx: click.Context, name_or_path: str | None, config_file: str,
     \b
     Examples:
       kafka-tiers conformance storage local --config local.properties
-      kafka-tiers conformance storage s3 --config s3.properties --set bucket=test -- -x
+      kafka-tiers conformance storage s3 --config s3.properties --set s3.bucket.name=test -- -x
       kafka-tiers conformance storage --config /etc/kafka/server.properties -- -x
     """
     from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
