@@ -156,3 +156,37 @@ def test_plugins_list_cli_json_and_table(fake_plugins: Path) -> None:
     assert "acme-first" in table.stdout and "acme-placers" in table.stdout
     assert "acme-broken: replica placer 'acme-broken' from acme-placers 2.3.1 cannot be loaded" \
         in " ".join(table.stdout.split())
+
+
+HOOKS = """
+from kafka_tiers.api import hookimpl
+
+@hookimpl
+def kafka_tiers_leader_elected(topic_partition, leader, leader_epoch, isr):
+    pass
+"""
+
+MISSPELT_HOOK = """
+from kafka_tiers.api import hookimpl
+
+@hookimpl
+def kafka_tiers_leader_electd(topic_partition, leader, leader_epoch, isr):
+    pass
+"""
+
+
+def test_discover_says_a_hook_plugin_with_an_unknown_hook_does_not_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plugins list`` says what the broker would say: a hook plugin implementing a hook that
+    does not exist does not load, with the broker's reason."""
+    root = make_dist(tmp_path / "site", "acme-hooks", "1.0",
+                     {"acme_hooks_good": HOOKS, "acme_hooks_misspelt": MISSPELT_HOOK},
+                     {plugins.HOOK_GROUP: {"good": "acme_hooks_good",
+                                           "misspelt": "acme_hooks_misspelt"}})
+    monkeypatch.syspath_prepend(str(root))
+    found = {p.name: p for p in plugins.discover((plugins.HOOK_GROUP,))}
+    assert found["good"].loads and found["good"].error is None
+    assert not found["misspelt"].loads
+    assert found["misspelt"].error is not None
+    assert "hook plugin 'misspelt'" in found["misspelt"].error
+    assert "kafka_tiers_leader_electd" in found["misspelt"].error

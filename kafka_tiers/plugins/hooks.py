@@ -228,13 +228,33 @@ def make_plugin_manager(
                               cause="import failed") from None
     for plugin in extra:
         pm.register(plugin)
+    _check_pending(pm)
+    return pm
+
+
+def _check_pending(pm: pluggy.PluginManager) -> None:
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         name = pm.get_name(exc.plugin) or str(exc.plugin)
         raise PluginError(f"hook plugin {name!r}: {_one_line(exc)}", plugin=name,
                           cause="unknown hook") from None
-    return pm
+
+
+def check_hook_plugin(name: str, plugin: object) -> None:
+    """Check one hook plugin as :func:`make_plugin_manager` would load it: registered alone
+    beside the specs, every hook it implements must exist and take known arguments.
+
+    Args:
+        name: its entry-point name (used in the message).
+        plugin: the loaded module or object.
+
+    Raises:
+        PluginError: the message :func:`make_plugin_manager` would raise for it.
+    """
+    pm = HookManager()
+    pm.register(plugin, name=name)
+    _check_pending(pm)
 
 
 def _wrapper_of(exc: BaseException, caller: pluggy.HookCaller) -> str:
@@ -372,4 +392,4 @@ class Hooks:
 
 
 __all__ = ["BLOCK_ENV", "BLOCK_KEY", "DEFAULT_PLUGINS", "TRACE_ENV", "HookManager", "Hooks",
-           "blocked_plugins", "enable_tracing", "make_plugin_manager"]
+           "blocked_plugins", "check_hook_plugin", "enable_tracing", "make_plugin_manager"]

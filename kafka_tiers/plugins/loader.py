@@ -355,7 +355,9 @@ def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STOR
             error = None
             try:
                 if group == HOOK_GROUP:
-                    ep.load()
+                    from kafka_tiers.plugins.hooks import check_hook_plugin
+
+                    check_hook_plugin(ep.name, ep.load())
                 elif group == STORAGE_GROUP:
                     _resolve(group, ep.name)
                 else:
