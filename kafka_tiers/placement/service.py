@@ -10,6 +10,7 @@ from typing import Self
 
 from kafka_tiers.api.cluster import ClusterView, TopicPartition
 from kafka_tiers.api.placement import ReplicaPlacer
+from kafka_tiers.api.secret import Secret
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.plugins.hooks import Hooks
 
@@ -41,6 +42,12 @@ class PlacementService:
         """The configured ``broker.replica.placer``."""
         return str(self.config["broker.replica.placer"])
 
+    def _placer_settings(self) -> dict[str, str]:
+        """The ``placer.*`` keys, the prefix stripped, as plain strings: the loader wraps the
+        keys the placer declares secret (``SECRET_KEYS``) before the placer sees them."""
+        return {k: v.reveal() if isinstance(v, Secret) else v
+                for k, v in self.config.prefixed("placer.").items()}
+
     @property
     def placer(self) -> ReplicaPlacer:
         """The configured placer, loaded and configured on first use.
@@ -51,7 +58,7 @@ class PlacementService:
         if self._placer is None:
             from kafka_tiers.plugins import load_placer
 
-            self._placer = load_placer(self.placer_name, self.config.prefixed("placer."))
+            self._placer = load_placer(self.placer_name, self._placer_settings())
         return self._placer
 
     def create_replica_placement(
@@ -80,7 +87,7 @@ class PlacementService:
             cluster, num_partitions, replication_factor, placer=placer,
             force_simple=force_simple, broker_ids=broker_ids,
             start_partition=start_partition, topic=topic,
-            seed=self.config.prefixed("placer.").get("seed"))
+            seed=self._placer_settings().get("seed"))
 
     def plan_topic(self, cluster: ClusterView, topic: str, num_partitions: int,
                    replication_factor: int, *, broker_ids: Sequence[int] | None = None,
