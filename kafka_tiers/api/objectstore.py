@@ -11,6 +11,7 @@ change without an SPI change.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import re
 from abc import ABC, abstractmethod
@@ -222,7 +223,7 @@ class ObjectStore(ABC):
         return None
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         """Remove the store's own leftovers under ``prefix`` last changed before the epoch
         millisecond ``older_than_ms``: incomplete multi-part uploads, temporary files of
         failed writes; nothing :meth:`list` shows. Called by the core's orphan collection

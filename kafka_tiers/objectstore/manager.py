@@ -497,7 +497,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                                 segment_id=metadata.segment_id)
         size = obj.size
         if size == 0 and start_position == 0:
-            return io.BytesIO(b"")  # type: ignore[return-value]
+            return io.BytesIO(b"")
         if start_position > size - 1:
             raise InvalidRangeError(
                 f"start position {start_position} is beyond the last byte of segment "
@@ -528,7 +528,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 f"segment {metadata.remote_log_segment_id} has no {index_type.name} index",
                 segment_id=metadata.segment_id, resource=f"index {index_type.name}")
         if obj.size == 0:
-            return io.BytesIO(b"")  # type: ignore[return-value]
+            return io.BytesIO(b"")
         key = self._key(metadata.remote_log_segment_id, metadata.start_offset, kind)
         return self._open(key, None, obj.size, metadata.segment_id)
 

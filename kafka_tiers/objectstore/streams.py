@@ -110,7 +110,7 @@ def managed(inner: BinaryIO, translate: Callable[[BaseException], BaseException]
             expected: int) -> BinaryIO:
     """``inner`` as a buffered :class:`ManagedStream` of ``expected`` bytes."""
     return io.BufferedReader(ManagedStream(inner, translate, expected),
-                             buffer_size=COPY_CHUNK)  # type: ignore[return-value]
+                             buffer_size=COPY_CHUNK)
 
 
 __all__ = [

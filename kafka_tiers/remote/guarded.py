@@ -194,7 +194,7 @@ class GuardedRemoteStorage(RemoteStorageManager):
                 close()
             raise self._invalid(op, f"returned {type(result).__name__}, not a readable stream",
                                 segment_id)
-        return io.BufferedReader(  # type: ignore[return-value]
+        return io.BufferedReader(
             _GuardedStream(result, lambda exc: self._error(f"{op} (reading)", exc, segment_id),
                            self._lock))
 

@@ -21,6 +21,7 @@ refused).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import os
@@ -230,7 +231,7 @@ class LocalObjectStore(ObjectStore):
         except BaseException:
             fh.close()
             raise
-        return io.BufferedReader(_RangeReader(fh, length))  # type: ignore[return-value]
+        return io.BufferedReader(_RangeReader(fh, length))
 
     def delete_many(self, keys: Sequence[str]) -> None:
         parents = set()
@@ -290,13 +291,13 @@ class LocalObjectStore(ObjectStore):
                     continue
                 yield ObjectInfo(key, st.st_size, st.st_mtime_ns // 1_000_000)
 
-    def collect_temp_files(self, min_age_ms: int) -> list[str]:
+    def collect_temp_files(self, min_age_ms: int) -> builtins.list[str]:
         """Delete temporary files older than ``min_age_ms`` left by a crash mid-write;
         returns their names."""
         return self.collect_garbage("", int(time.time() * 1000) - min_age_ms)
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         """Delete the temporary files (under ``<dir>/.kt-tmp``) last written before
         ``older_than_ms`` (epoch ms), left by a crash mid-write; returns their names, sorted.
         Temporary files are not named after keys, so every collection (whatever ``prefix``)

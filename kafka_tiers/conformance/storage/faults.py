@@ -48,7 +48,7 @@ def faulty(make_rsm: Callable[[], RemoteStorageManager],
         holder.append(FaultyObjectStore(store, **faults))  # type: ignore[arg-type]
         return holder[0]
 
-    instance.wrap_object_store(wrap)  # type: ignore[arg-type]
+    instance.wrap_object_store(wrap)
     return instance, holder[0]
 
 

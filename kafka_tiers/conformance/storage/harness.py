@@ -3,6 +3,7 @@ checks, and object-store wrappers that inject faults and count open streams."""
 
 from __future__ import annotations
 
+import builtins
 import functools
 import io
 import os
@@ -354,7 +355,7 @@ class _DelegatingStore(ObjectStore):
         return self.inner.translate_error(exc, key)
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
 
     def close(self) -> None:
@@ -415,7 +416,7 @@ class FaultyObjectStore(_DelegatingStore):
         if self.fail_put_after is not None and (
                 self.fail_put_suffix is None or key.endswith(self.fail_put_suffix)):
             reader = io.BufferedReader(_FailingReader(data, self.fail_put_after, self._fault))
-            return self.inner.put(key, reader, length)  # type: ignore[arg-type]
+            return self.inner.put(key, reader, length)
         return self.inner.put(key, data, length)
 
     def delete_many(self, keys: Sequence[str]) -> None:
@@ -473,7 +474,7 @@ class TrackingObjectStore(_DelegatingStore):
         with self.lock:
             self.gets += 1
             self.open_streams += 1
-        return io.BufferedReader(_CountedStream(stream, self))  # type: ignore[return-value]
+        return io.BufferedReader(_CountedStream(stream, self))
 
     def delete_many(self, keys: Sequence[str]) -> None:
         with self.lock:

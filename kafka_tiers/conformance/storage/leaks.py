@@ -10,6 +10,7 @@ import pytest
 from kafka_tiers.api import (
     IndexType,
     InvalidRangeError,
+    ObjectStore,
     RemoteResourceNotFoundError,
     RemoteStorageManager,
 )
@@ -54,7 +55,12 @@ class LeakTests(StorageSuiteBase):
                                              segments: SegmentBuilder) -> None:
         assert isinstance(rsm, ObjectStoreRemoteStorageManager)
         holder: list[TrackingObjectStore] = []
-        rsm.wrap_object_store(lambda s: holder.append(TrackingObjectStore(s)) or holder[0])
+
+        def track(store: ObjectStore) -> ObjectStore:
+            holder.append(TrackingObjectStore(store))
+            return holder[0]
+
+        rsm.wrap_object_store(track)
         tracking = holder[0]
         segment = segments.make(0, log_size=30_000)
         copy(rsm, segment)

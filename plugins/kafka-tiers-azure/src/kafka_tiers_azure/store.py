@@ -329,7 +329,7 @@ class AzureBlobStore(MultipartObjectStore):
                 downloader = self.container.download_blob(
                     key, offset=byte_range.first, length=byte_range.size, max_concurrency=1)
         return io.BufferedReader(_DownloadStream(downloader, lambda: self._sdk(key)),
-                                 buffer_size=1 << 16)  # type: ignore[return-value]
+                                 buffer_size=1 << 16)
 
     def delete_many(self, keys: Sequence[str]) -> None:
         """Delete up to 256 blobs in one Blob Batch request; missing blobs are ignored.

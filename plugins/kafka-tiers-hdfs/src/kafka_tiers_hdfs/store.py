@@ -38,6 +38,7 @@ Errors
 
 from __future__ import annotations
 
+import builtins
 import http.client
 import io
 import logging
@@ -361,7 +362,7 @@ class HdfsObjectStore(ObjectStore):
     # -- housekeeping ------------------------------------------------------------------------
 
     def collect_temporary_files(self, prefix: str, cutoff_ms: int, *,
-                                dry_run: bool = False) -> list[str]:
+                                dry_run: bool = False) -> builtins.list[str]:
         """Delete the temporary files (left by writes whose cleanup failed) under ``prefix``
         last modified at or before ``cutoff_ms``; returns their HDFS paths, sorted."""
         found = sorted(self.base_dir.rstrip("/") + "/" + key
@@ -373,7 +374,7 @@ class HdfsObjectStore(ObjectStore):
         return found
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         """The garbage hook: delete the temporary files of failed writes (those whose own
         cleanup failed) under ``prefix`` last modified before ``older_than_ms``; returns their
         HDFS paths, sorted (``dry_run``: deletes nothing)."""

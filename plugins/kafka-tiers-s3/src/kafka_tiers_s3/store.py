@@ -31,6 +31,7 @@ starts once it is spent). Every key is placed under ``s3.prefix`` inside the buc
 from __future__ import annotations
 
 import base64
+import builtins
 import io
 import logging
 import threading
@@ -356,7 +357,7 @@ class S3ObjectStore(MultipartObjectStore):
             return len(self._pending_aborts)
 
     def abort_incomplete_uploads(self, prefix: str, initiated_before_ms: int, *,
-                                 dry_run: bool = False) -> list[str]:
+                                 dry_run: bool = False) -> builtins.list[str]:
         """Abort the multipart uploads under ``prefix`` (relative to ``s3.prefix``) started
         before ``initiated_before_ms`` (epoch milliseconds): the leftovers of a process that
         died mid-upload. Returns their keys (relative), sorted."""
@@ -373,7 +374,7 @@ class S3ObjectStore(MultipartObjectStore):
         return sorted(key for key, _ in stale)
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         """The garbage hook: abort the incomplete multipart uploads under ``prefix`` started
         before ``older_than_ms`` (a copy that died mid-upload leaves one; S3 bills its parts
         until it is aborted). Returns their keys, sorted; ``dry_run`` aborts nothing."""
