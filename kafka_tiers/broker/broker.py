@@ -233,6 +233,10 @@ class Broker:
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._partitions: dict[TopicPartition, _Partition] = {}
+        # Two locks: the lifecycle one is held across a whole start or stop, which waits for
+        # the remote log manager's tasks; the topics one guards the topic map, which those
+        # tasks read. One lock for both deadlocked a stop against a running copy.
+        self._lifecycle = threading.RLock()
         self._lock = threading.RLock()
         self._started = False
         self._log_dir = Path(self.config["log.dirs"][0])
@@ -254,7 +258,7 @@ class Broker:
             ConfigError, PluginError: the storage plugin is unknown or refuses its config.
             MetadataStoreError: (cluster) the store is unreachable or the id stays taken.
         """
-        with self._lock:
+        with self._lifecycle:
             if self._started:
                 return self
             try:
@@ -357,7 +361,7 @@ class Broker:
         ``broker_stopping`` fires, the remote log manager stops (waiting for running copies
         and reads), the storage plugin is closed and the logs are shut down cleanly. No thread
         of the broker is left running. Safe to call twice."""
-        with self._lock:
+        with self._lifecycle:
             if not self._started:
                 return
             if self.member is not None:
@@ -370,7 +374,7 @@ class Broker:
         """Die abruptly (in-process tests): a cluster member stops answering and loses its
         store session at once; no controlled shutdown, no ``broker_stopping``; every thread
         stops."""
-        with self._lock:
+        with self._lifecycle:
             if not self._started:
                 return
             if self.member is not None:

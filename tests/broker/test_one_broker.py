@@ -137,3 +137,31 @@ def test_the_same_class_is_a_cluster_member(tmp_path: Path) -> None:
     with (Broker({"log.dirs": str(tmp_path / "alone")}, background=False) as alone,
           pytest.raises(BrokerError, match="standalone")):
         alone.pause()
+
+
+def test_a_stop_waiting_for_a_remote_task_that_reads_the_topics_does_not_deadlock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop waits for the remote log manager's running tasks; a task reads its topic's
+    tiering settings. The stop must not hold what that read needs (it deadlocked when the
+    lifecycle and the topic map shared one lock)."""
+    import threading
+
+    broker, _, _ = make_broker(tmp_path)
+    broker.create_topic("tiered", 1, {"remote.storage.enable": "true"})
+    tp = TopicPartition("tiered", 0)
+    assert broker.rlm is not None
+    rlm_shutdown = broker.rlm.shutdown
+    finished: list[bool] = []
+
+    def shutdown_waiting_for_a_task() -> None:
+        # what a running copy does while the stop waits for it
+        task = threading.Thread(target=lambda: finished.append(
+            broker._tiering_of(tp) is not None))
+        task.start()
+        task.join(timeout=10)
+        rlm_shutdown()
+
+    monkeypatch.setattr(broker.rlm, "shutdown", shutdown_waiting_for_a_task)
+    broker.shutdown()
+    assert finished == [True], "the task waiting on the broker's lock never finished"
+    assert not broker.started
