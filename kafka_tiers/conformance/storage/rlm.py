@@ -51,7 +51,7 @@ class _BrokerFactory:
                   "remote.log.storage.enable": "true",
                   "remote.log.manager.task.interval.ms": "3600000", **extra}
         broker = Broker(config, hooks=Hooks(make_plugin_manager(load_entrypoints=False)),
-                        remote_storage=self.target.create(), background=False)
+                        remote_storage=self.target.guarded(), background=False)
         broker.start()
         self.running.append(broker)
         return broker
