@@ -14,14 +14,16 @@ from kafka_tiers.conformance.storage import StorageSuite, StorageTarget
 pytestmark = pytest.mark.servers
 
 
+@pytest.fixture(scope="module")
+def conformance_container(azurite_server: Any) -> str:
+    """One container for the whole suite (each test gets its own key prefix in it)."""
+    return str(azurite_server.create_container().container_name)
+
+
 class TestAzureConformance(StorageSuite):
     """Every rule, multi-part (block) uploads and concurrency included: the plugin declares
     them. 64 KiB blocks keep the multi-part checks small; the large-segment check uses 24 MiB,
     the suite's default."""
-
-    @pytest.fixture(scope="class")
-    def conformance_container(self, azurite_server: Any) -> str:
-        return azurite_server.create_container().container_name
 
     @pytest.fixture
     def storage_target(self, azurite_server: Any, conformance_container: str,
