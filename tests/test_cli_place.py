@@ -120,6 +120,10 @@ def test_quickstart_human_and_json(tmp_path: Path) -> None:
     # the printed follow-up commands work on the files it left
     props = work.resolve() / "server.properties"
     assert f"kafka-tiers log-dirs describe --config {props}" in text
+    # the broker's server.properties is all the remote commands need (one config dialect)
+    assert f"kafka-tiers remote ls --config {props} --topic orders --partition 0" in text
+    listed = run("remote", "ls", "--config", str(props), "--topic", "orders", "--partition", "0")
+    assert listed.returncode == 0 and "segments" in listed.stdout, listed.stderr
     res = run("quickstart", "--format", "json", "--partitions", "6", "--dir", str(work))
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)

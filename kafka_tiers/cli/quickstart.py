@@ -116,8 +116,7 @@ def next_commands(doc: dict[str, Any]) -> list[str]:
     return [
         f"kafka-tiers log-dirs describe --config {props}",
         f"kafka-tiers log-dirs plan --config {props}",
-        f"kafka-tiers remote ls --storage local --set dir={doc['remote_dir']} "
-        f"--topic {topic} --partition 0",
+        f"kafka-tiers remote ls --config {props} --topic {topic} --partition 0",
         f"kafka-tiers dump-log {doc['active_segment']} --print-data",
         "kafka-tiers cluster start --brokers 3 --racks /dc1/r1,/dc2/r1,/dc3/r1",
         "kafka-tiers place --cluster your-cluster.json --partitions N --replication-factor R "
