@@ -225,7 +225,8 @@ class BrokerConfig(Mapping[str, Any]):
             given = [(n, _text(raw[n])) for n in (key.name, *key.aliases) if n in raw]
             if key.secret:
                 for n, _ in given:
-                    originals[n] = Secret.of(raw[n])  # type: ignore[assignment]
+                    v = raw[n]
+                    originals[n] = v if isinstance(v, Secret) else Secret(v)
             if len({v.strip() for _, v in given}) > 1:
                 names = " and ".join(n for n, _ in given)
                 raise ConfigError(f"{names} are the same setting and disagree; give one",

@@ -78,6 +78,16 @@ class ReplicaAssignment:
     log_dir: str
 
 
+def _json_topic(value: object) -> str:
+    """``value``, read from a JSON file, as a topic name Kafka accepts.
+
+    Raises:
+        InvalidTopicError: as :func:`validate_topic`; a value that is not a ``str`` (absent,
+            a number) is refused as the empty name is.
+    """
+    return validate_topic(value if isinstance(value, str) else "")
+
+
 def parse_reassignment(doc: Any) -> list[ReplicaAssignment]:
     """Parse Kafka's reassignment JSON with document 000's ``log_dirs`` (one per replica;
     missing means ``any`` for all).
@@ -96,9 +106,9 @@ def parse_reassignment(doc: Any) -> list[ReplicaAssignment]:
         where = f"partitions[{i}]"
         if not isinstance(entry, dict):
             raise ReassignmentError(f"{where} is not an object")
-        topic, partition = entry.get("topic"), entry.get("partition")
+        partition = entry.get("partition")
         try:
-            validate_topic(topic)  # type: ignore[arg-type]
+            topic = _json_topic(entry.get("topic"))
         except ValueError as exc:
             raise ReassignmentError(f"{where}: {exc}") from None
         if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
@@ -110,7 +120,7 @@ def parse_reassignment(doc: Any) -> list[ReplicaAssignment]:
         dirs = entry.get("log_dirs", [ANY] * len(replicas))
         if not isinstance(dirs, list) or len(dirs) != len(replicas):
             raise ReassignmentError(f"{where}: log_dirs must list one dir per replica")
-        tp = TopicPartition(topic, partition)  # type: ignore[arg-type]
+        tp = TopicPartition(topic, partition)
         for broker, d in zip(replicas, dirs, strict=True):
             out.append(ReplicaAssignment(tp, broker, check_log_dir_text(d, where)))
     return out
@@ -224,14 +234,14 @@ def request_moves(doc: Any) -> dict[TopicPartition, str]:
     for i, e in enumerate(doc["partitions"]):
         if not isinstance(e, dict):
             raise ReassignmentError(f"partitions[{i}] is not an object")
-        topic, part = e.get("topic"), e.get("partition")
+        part = e.get("partition")
         try:
-            validate_topic(topic)  # type: ignore[arg-type]
+            topic = _json_topic(e.get("topic"))
         except ValueError as exc:
             raise ReassignmentError(str(exc)) from None
         if not isinstance(part, int) or part < 0:
             raise ReassignmentError(f"partitions[{i}]: bad partition")
-        out[TopicPartition(topic, part)] = check_log_dir_text(  # type: ignore[arg-type]
+        out[TopicPartition(topic, part)] = check_log_dir_text(
             e.get("log_dir"), f"partitions[{i}]")
     return out
 
