@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kafka_tiers.cli.output import console, emit_json
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 
 def _csv(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
@@ -121,9 +124,10 @@ def describe(config_path: str, only_dirs: list[str] | None, topics: list[str] | 
         if not d.partitions:
             continue
         table = Table(show_edge=False, pad_edge=False, box=None)
-        for col, just in (("partition", "left"), ("size", "right"),
-                          ("log end offset", "right"), ("", "left")):
-            table.add_column(col, justify=just)  # type: ignore[arg-type]
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            ("partition", "left"), ("size", "right"), ("log end offset", "right"), ("", "left"))
+        for col, just in columns:
+            table.add_column(col, justify=just)
         for p in d.partitions:
             table.add_row(f"  {p.topic}-{p.partition}", _human(p.size), str(p.log_end_offset),
                           "temporary (move in progress)" if p.is_temporary else "")

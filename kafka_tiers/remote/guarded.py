@@ -105,7 +105,8 @@ class GuardedRemoteStorage(RemoteStorageManager):
         self._name = name
         self._secrets = [Secret(s) if isinstance(s, str) else s for s in secrets if s]
         self._max_custom = custom_metadata_max_bytes
-        self.CAPABILITIES = frozenset(plugin.CAPABILITIES)  # type: ignore[misc]
+        self.CAPABILITIES = frozenset(  # type: ignore[misc]  # per guard: its plugin's
+            plugin.CAPABILITIES)
         # A plugin that does not declare concurrent_access gets one call at a time (reads of
         # its streams included).
         self._lock: threading.RLock | contextlib.nullcontext[None] = (

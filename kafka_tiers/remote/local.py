@@ -54,7 +54,7 @@ _WRITEBACK_EVERY = 8 << 20
 class _RangeReader(io.RawIOBase):
     """Reads ``length`` bytes of an open file from its current position, then closes it."""
 
-    def __init__(self, fh: BinaryIO, length: int) -> None:
+    def __init__(self, fh: io.RawIOBase, length: int) -> None:
         self._fh = fh
         self._remaining = length
 
@@ -66,7 +66,7 @@ class _RangeReader(io.RawIOBase):
         want = min(len(view), self._remaining)
         if want <= 0:
             return 0
-        n = self._fh.readinto(view[:want])  # type: ignore[attr-defined]
+        n = self._fh.readinto(view[:want])
         self._remaining -= n or 0
         return n or 0
 
