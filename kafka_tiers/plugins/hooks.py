@@ -144,7 +144,7 @@ class HookManager(pluggy.PluginManager):
                 if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
                     # pluggy marks HookImpl.function Final; replacing it with the isolated
                     # call is how one implementation's failure stays its own
-                    impl.function = _isolated(  # type: ignore[misc]
+                    impl.function = _isolated(  # type: ignore[misc]  # Final in pluggy
                         caller.name, plugin_name, impl.function, firstresult=firstresult)
         return plugin_name
 

@@ -324,7 +324,8 @@ def load_placer(name_or_path: str, config: Mapping[str, str] | None = None) -> R
     Raises:
         PluginError, ConfigError: as :func:`create`.
     """
-    return create(PLACER_GROUP, name_or_path, config)  # type: ignore[return-value]
+    # resolve_class has checked that the class subclasses the group's ReplicaPlacer
+    return cast(ReplicaPlacer, create(PLACER_GROUP, name_or_path, config))
 
 
 def load_remote_storage(name_or_path: str, config: Mapping[str, str | Secret] | None = None
