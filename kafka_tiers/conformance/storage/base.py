@@ -27,7 +27,11 @@ import pytest
 
 from kafka_tiers.api import RemoteStorageManager
 from kafka_tiers.conformance.storage import harness
-from kafka_tiers.conformance.storage.harness import SegmentBuilder, StorageTarget
+from kafka_tiers.conformance.storage.harness import (
+    REQUIRES_ATTRIBUTE,
+    SegmentBuilder,
+    StorageTarget,
+)
 from kafka_tiers.conformance.storage.requirements import StorageRequirements
 from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
 
@@ -138,7 +142,7 @@ class StorageSuiteBase:
         props = request.node.user_properties
         function = request.function
         area = function.__module__.rpartition(".")[2]
-        requires = tuple(getattr(function, "_kt_requires", ()))
+        requires = tuple(getattr(function, REQUIRES_ATTRIBUTE, ()))
         props.append(("kt_suite", "storage"))
         props.append(("kt_area", area))
         props.append(("kt_plugin", storage_target.label))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kafka_tiers.api import (
     IndexType,
     RemoteLogSegmentState,
@@ -77,11 +79,11 @@ class CopyFetchTests(StorageSuiteBase):
 
     @storage_test("fetch-with-listed-metadata")
     def test_another_instance_finds_and_reads_the_segment(
-            self, rsm: RemoteStorageManager, make_rsm: object, segments: SegmentBuilder
-    ) -> None:
+            self, rsm: RemoteStorageManager, make_rsm: Callable[[], RemoteStorageManager],
+            segments: SegmentBuilder) -> None:
         segment = segments.make(0)
         copy(rsm, segment)
-        other = make_rsm()  # type: ignore[operator]
+        other = make_rsm()
         listed = other.list_remote_segments(segment.tp)
         check("fetch-with-listed-metadata", len(listed) == 1,
               f"a second instance over the same root lists {len(listed)} segments, not 1")

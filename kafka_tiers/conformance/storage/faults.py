@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from kafka_tiers.api import (
+    ObjectStore,
     RemoteStorageError,
     RemoteStorageManager,
 )
@@ -37,15 +38,20 @@ def check_not_listed(rsm: RemoteStorageManager, segment: Segment, rule: str) -> 
           "only copy failed")
 
 
-def faulty(make_rsm: Callable[[], RemoteStorageManager],
-           **faults: object) -> tuple[ObjectStoreRemoteStorageManager, FaultyObjectStore]:
-    """A new instance whose object store fails as told."""
+def faulty(make_rsm: Callable[[], RemoteStorageManager], *,
+           fail_put_after: int | None = None, fail_put_suffix: str | None = None,
+           fail_deletes: bool = False, spare_delete_suffix: str | None = None,
+           ) -> tuple[ObjectStoreRemoteStorageManager, FaultyObjectStore]:
+    """A new instance whose object store fails as told (the faults are
+    :class:`FaultyObjectStore`'s)."""
     instance = make_rsm()
     assert isinstance(instance, ObjectStoreRemoteStorageManager)
     holder: list[FaultyObjectStore] = []
 
-    def wrap(store: object) -> FaultyObjectStore:
-        holder.append(FaultyObjectStore(store, **faults))  # type: ignore[arg-type]
+    def wrap(store: ObjectStore) -> FaultyObjectStore:
+        holder.append(FaultyObjectStore(
+            store, fail_put_after=fail_put_after, fail_put_suffix=fail_put_suffix,
+            fail_deletes=fail_deletes, spare_delete_suffix=spare_delete_suffix))
         return holder[0]
 
     instance.wrap_object_store(wrap)
@@ -67,12 +73,13 @@ class FaultTests(StorageSuiteBase):
 
     @pytest.mark.parametrize("suffix", [".log", ".index", ".txnindex", ".manifest"])
     @storage_test(RULE, requires=("fault_injection",))
-    def test_copy_failing_midway(self, rsm: RemoteStorageManager, make_rsm: Callable[[], object],
+    def test_copy_failing_midway(self, rsm: RemoteStorageManager,
+                                 make_rsm: Callable[[], RemoteStorageManager],
                                  segments: SegmentBuilder, suffix: str) -> None:
         earlier = segments.make(0)
         copy(rsm, earlier)
         segment = segments.make(1000, log_size=40_000)
-        broken, store = faulty(make_rsm, fail_put_after=50, fail_put_suffix=suffix)  # type: ignore[arg-type]
+        broken, store = faulty(make_rsm, fail_put_after=50, fail_put_suffix=suffix)
         expect_raises(RULE, RemoteStorageError, broken.copy_log_segment_data,
                       segment.metadata, segment.data)
         check(RULE, store.faults >= 1, f"the injected fault on {suffix} never fired")
@@ -88,12 +95,12 @@ class FaultTests(StorageSuiteBase):
 
     @storage_test(RULE, requires=("fault_injection", "orphan_collection"))
     def test_failed_copy_whose_cleanup_fails(self, rsm: RemoteStorageManager,
-                                             make_rsm: Callable[[], object],
+                                             make_rsm: Callable[[], RemoteStorageManager],
                                              segments: SegmentBuilder) -> None:
         earlier = segments.make(0)
         copy(rsm, earlier)
         segment = segments.make(1000)
-        broken, _ = faulty(make_rsm, fail_put_after=0,  # type: ignore[arg-type]
+        broken, _ = faulty(make_rsm, fail_put_after=0,
                            fail_put_suffix=".manifest", fail_deletes=True,
                            spare_delete_suffix=".manifest")
         expect_raises(RULE, RemoteStorageError, broken.copy_log_segment_data,
@@ -114,12 +121,12 @@ class FaultTests(StorageSuiteBase):
 
     @storage_test(RULE, requires=("fault_injection",))
     def test_failed_retry_with_the_same_id_hides_the_segment(
-            self, rsm: RemoteStorageManager, make_rsm: Callable[[], object],
+            self, rsm: RemoteStorageManager, make_rsm: Callable[[], RemoteStorageManager],
             segments: SegmentBuilder) -> None:
         first = segments.make(0, log_size=20_000)
         copy(rsm, first)
         retry = segments.retry(first, new_id=False)
-        broken, _ = faulty(make_rsm, fail_put_after=100, fail_put_suffix=".log")  # type: ignore[arg-type]
+        broken, _ = faulty(make_rsm, fail_put_after=100, fail_put_suffix=".log")
         expect_raises(RULE, RemoteStorageError, broken.copy_log_segment_data,
                       retry.metadata, retry.data)
         check_not_listed(rsm, retry, RULE)

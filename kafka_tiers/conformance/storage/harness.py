@@ -92,6 +92,11 @@ def read_all(stream: BinaryIO) -> bytes:
 
 _CURRENT = threading.local()
 
+#: the attributes :func:`storage_test` sets on a test function: the rule it checks and the
+#: capabilities it needs
+RULE_ATTRIBUTE = "_kt_rule"
+REQUIRES_ATTRIBUTE = "_kt_requires"
+
 
 def _record_failed_rule(rule: str) -> None:
     node = getattr(_CURRENT, "node", None)
@@ -115,8 +120,8 @@ def storage_test(rule: str, *, requires: Sequence[str] = ()) -> Callable[[Any], 
                 _record_failed_rule(rule)
                 raise
 
-        wrapper._kt_rule = rule  # type: ignore[attr-defined]
-        wrapper._kt_requires = tuple(requires)  # type: ignore[attr-defined]
+        setattr(wrapper, RULE_ATTRIBUTE, rule)
+        setattr(wrapper, REQUIRES_ATTRIBUTE, tuple(requires))
         return wrapper
 
     return decorate
@@ -177,7 +182,9 @@ class StorageTarget:
         from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
 
         plugin_class, label = resolve_class(STORAGE_GROUP, name_or_path)
-        return cls(plugin_class, dict(config or {}), label,  # type: ignore[arg-type]
+        # for STORAGE_GROUP, resolve_class returns a RemoteStorageManager class (an object
+        # store comes back as the storage manager the core builds around it)
+        return cls(cast("type[RemoteStorageManager]", plugin_class), dict(config or {}), label,
                    name_or_path)
 
     @property
@@ -337,7 +344,7 @@ class InjectedFault(ConnectionResetError):
 class _DelegatingStore(ObjectStore):
     def __init__(self, inner: ObjectStore) -> None:
         self.inner = inner
-        self.max_delete_batch = inner.max_delete_batch  # type: ignore[misc]
+        self.max_delete_batch = inner.max_delete_batch  # type: ignore[misc]  # inner's, per wrapper
 
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
         return self.inner.put(key, data, length)

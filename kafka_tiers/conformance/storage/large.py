@@ -36,7 +36,9 @@ def _multipart_store(rsm: RemoteStorageManager) -> MultipartObjectStore:
           "the plugin declares multipart_upload but its object store is not a "
           "MultipartObjectStore")
     assert isinstance(rsm, ObjectStoreRemoteStorageManager)
-    return rsm.object_store  # type: ignore[return-value]
+    store = rsm.object_store
+    assert isinstance(store, MultipartObjectStore)  # the check above made sure
+    return store
 
 
 class LargeSegmentTests(StorageSuiteBase):
@@ -79,15 +81,15 @@ class LargeSegmentTests(StorageSuiteBase):
 
     @storage_test("multipart-abort", requires=("multipart_upload", "fault_injection"))
     def test_failed_multipart_upload_is_aborted(self, rsm: RemoteStorageManager,
-                                                make_rsm: Callable[[], object],
+                                                make_rsm: Callable[[], RemoteStorageManager],
                                                 segments: SegmentBuilder) -> None:
         instance = make_rsm()
-        store = _multipart_store(instance)  # type: ignore[arg-type]
+        store = _multipart_store(instance)
         aborts = count_calls(store, "abort_multipart_upload")
         completes = count_calls(store, "complete_multipart_upload")
         # fails while reading the third part: after the upload was created
         segment = segments.make(0, log_size=store.part_size * 3 + 100)
-        broken, _ = faulty(lambda: instance,  # type: ignore[arg-type,return-value]
+        broken, _ = faulty(lambda: instance,
                            fail_put_after=store.part_size * 2 + 10, fail_put_suffix=".log")
         expect_raises("multipart-abort", RemoteStorageError, broken.copy_log_segment_data,
                       segment.metadata, segment.data)
