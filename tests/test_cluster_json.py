@@ -4,11 +4,6 @@ place --cluster`` (and every other reader) reads, through one writer and one rea
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,8 +18,7 @@ from kafka_tiers.placement.cluster_file import (
     read_cluster_file,
     write_cluster_file,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.cluster.processes import cluster_start
 
 
 def test_addresses_and_metadata_store_round_trip(tmp_path: Path) -> None:
@@ -63,24 +57,7 @@ def test_an_address_of_an_unknown_broker_is_refused() -> None:
 
 def test_cluster_start_writes_what_place_reads(tmp_path: Path) -> None:
     d = tmp_path / "c"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "3",
-         "--racks", "/dc1/r1,/dc1/r2,/dc2/r1", "--dir", str(d), "--base-port", "0",
-         "--status-interval", "5"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    lines: list[str] = []
-    running = threading.Event()
-
-    def watch() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            lines.append(raw.decode(errors="replace"))
-            if "running; bootstrap" in lines[-1]:
-                running.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        assert running.wait(60), "".join(lines)
+    with cluster_start(d):
         written = read_cluster_file(d / "cluster.json")
         assert [(b.broker_id, b.rack) for b in written.cluster.brokers] == [
             (1, "/dc1/r1"), (2, "/dc1/r2"), (3, "/dc2/r1")]
@@ -102,11 +79,3 @@ def test_cluster_start_writes_what_place_reads(tmp_path: Path) -> None:
                                           "--format", "json"])
         assert result.exit_code == 0, result.output
         assert sorted(b["broker_id"] for b in json.loads(result.output)["brokers"]) == [1, 2, 3]
-    finally:
-        os.kill(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, "".join(lines)

@@ -3,12 +3,14 @@ multi-process tests with a real ZooKeeper. Every process is killed at teardown."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.servers.base import free_port
@@ -100,5 +102,41 @@ class BrokerProcess:
             self.kill()
             return -9
 
+
+
+@contextlib.contextmanager
+def cluster_start(directory: Path, *, racks: str = "/dc1/r1,/dc1/r2,/dc2/r1",
+                  status_interval: float = 5.0, timeout: float = 60.0) -> Iterator[list[str]]:
+    """``kafka-tiers cluster start --brokers 3`` in its own process on free ports, yielded once
+    it prints that it runs; the lines it printed so far (and later) are the yielded list. On
+    exit it is stopped with SIGINT (Ctrl-C) and must exit 0."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "3",
+         "--racks", racks, "--dir", str(directory), "--base-port", "0",
+         "--status-interval", str(status_interval)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=str(Path(__file__).resolve().parents[2]))
+    lines: list[str] = []
+    running = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            lines.append(raw.decode(errors="replace"))
+            if "running; bootstrap" in lines[-1]:
+                running.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        assert running.wait(timeout), "".join(lines)
+        yield lines
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, "".join(lines)
 
 __all__ = ["BrokerProcess"]

@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from click.testing import CliRunner
 
 from kafka_tiers.cli import cli
 from kafka_tiers.cluster.local_cluster import LocalCluster
+from tests.cluster.processes import cluster_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,24 +25,7 @@ def run(*args: str) -> tuple[int, str]:
 
 def test_cluster_start_from_one_command_then_topics(tmp_path: Path) -> None:
     d = tmp_path / "c"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "3",
-         "--racks", "/dc1/r1,/dc1/r2,/dc2/r1", "--dir", str(d), "--base-port", "0",
-         "--status-interval", "0.3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    lines: list[str] = []
-    running = threading.Event()
-
-    def watch() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            lines.append(raw.decode(errors="replace"))
-            if "running; bootstrap" in lines[-1]:
-                running.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        assert running.wait(60), "".join(lines)
+    with cluster_start(d, status_interval=0.3) as lines:
         code, out = run("topics", "create", "orders", "--partitions", "3",
                         "--replication-factor", "3", "--dir", str(d))
         assert code == 0 and "created 3 partition(s) of orders" in out
@@ -62,14 +43,6 @@ def test_cluster_start_from_one_command_then_topics(tmp_path: Path) -> None:
         assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts)
         code, out = run("cluster", "elect-leaders", "--dir", str(d), "--topic", "orders")
         assert code == 0 and "orders-0" in out
-    finally:
-        os.kill(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, "".join(lines)
     assert "controller: broker" in "".join(lines)
 
 
