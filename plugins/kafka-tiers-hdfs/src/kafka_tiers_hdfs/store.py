@@ -304,7 +304,7 @@ class HdfsObjectStore(ObjectStore):
         context = self.client.read(path, offset=offset, length=length,
                                    buffer_size=self.buffer_size)
         raw = context.__enter__()  # raises for a missing file; then there is nothing to close
-        return _ResponseStream(raw, context)  # type: ignore[return-value]
+        return _ResponseStream(raw, context)  # type: ignore[return-value]  # unbuffered RawIOBase
 
     def delete_many(self, keys: Sequence[str]) -> None:
         emptied: set[str] = set()

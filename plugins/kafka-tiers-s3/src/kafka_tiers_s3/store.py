@@ -236,7 +236,7 @@ class S3ObjectStore(MultipartObjectStore):
         if byte_range is not None:
             args["Range"] = str(byte_range)  # "bytes=first-last", inclusive like S3's
         response = self.client.get_object(**args)
-        return _Body(response["Body"])  # type: ignore[return-value]
+        return _Body(response["Body"])  # type: ignore[return-value]  # unbuffered RawIOBase
 
     def delete_many(self, keys: Sequence[str]) -> None:
         keys = list(dict.fromkeys(keys))
