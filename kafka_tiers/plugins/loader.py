@@ -23,7 +23,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -48,7 +48,6 @@ KINDS = {PLACER_GROUP: "replica placer", STORAGE_GROUP: "remote storage plugin",
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
-P = TypeVar("P", bound=Plugin)
 
 
 @dataclass(frozen=True)
