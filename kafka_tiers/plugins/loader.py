@@ -49,7 +49,6 @@ KINDS = {PLACER_GROUP: "replica placer", STORAGE_GROUP: "remote storage plugin",
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
-
 @dataclass(frozen=True)
 class PluginInfo:
     """One discovered plugin.
