@@ -151,11 +151,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             "__doc__": f"The storage manager the core builds around "
                        f"{store_class.__module__}.{store_class.__qualname__}.",
         }
-        for name in ("SUPPORTED_SPI", "SECRET_KEYS"):  # the loader reads them off the class
-            value = getattr(store_class, name, None)
-            if value is not None:
-                attrs[name] = value
-        # the store's credentials keys (kafka_tiers.api.secret): wrapped before from_config
+        # the loader reads these off the class: the store's SPI range, and its credential
+        # keys (kafka_tiers.api.secret), wrapped before from_config
+        spi = getattr(store_class, "SUPPORTED_SPI", None)
+        if spi is not None:
+            attrs["SUPPORTED_SPI"] = spi
         attrs["SECRET_KEYS"] = frozenset(getattr(store_class, "SECRET_KEYS", ()))
         return type(f"{store_class.__name__}StorageManager", (cls,), attrs)
 
