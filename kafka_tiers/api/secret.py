@@ -89,6 +89,11 @@ class Secret:
         raise TypeError("a Secret cannot be pickled: reveal() it where it must cross processes")
 
     @staticmethod
+    def any_live() -> bool:
+        """Whether any secret is alive (so :meth:`hide` may have something to replace)."""
+        return bool(_LIVE)
+
+    @staticmethod
     def hide(text: str, extra: Iterable[Secret] = ()) -> str:
         """``text`` with the value and parts of every live secret (and of ``extra``) replaced
         by ``<hidden>``: for text of foreign origin, such as an SDK's exception message."""

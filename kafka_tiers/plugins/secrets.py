@@ -74,6 +74,8 @@ _format_exception = logging.Formatter().formatException
 
 
 def _hide_in_record(record: logging.LogRecord) -> None:
+    if not Secret.any_live():
+        return  # nothing to hide: no formatting of messages or tracebacks ahead of logging
     try:
         message = record.getMessage()
     except Exception:  # a broken format string is logging's to report; keep its parts
