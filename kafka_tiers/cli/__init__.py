@@ -1,8 +1,8 @@
 """The ``kafka-tiers`` command: one entry point, subcommands loaded lazily so ``--help`` is instant.
 
-Library errors (:class:`~kafka_tiers.api.KafkaTiersError`) become one ``error: ...`` line and exit
-status 1 here, at the CLI boundary; usage errors exit 2. Set ``KAFKA_TIERS_DEBUG=1`` to see the
-traceback instead.
+Every error ends at one boundary (:mod:`kafka_tiers.cli.boundary`): an expected one is one
+``error: ...`` line and exit status 2, a bug one ``internal error: ...`` line and exit status 3;
+``kafka-tiers --debug ...`` (or ``KAFKA_TIERS_DEBUG=1``) adds the full traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import NoReturn
 
 import click
 
@@ -70,8 +70,21 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+class _Debug:
+    """Whether ``--debug`` was given to this run (set while the command line is parsed)."""
+
+    on = False
+
+
+def _set_debug(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    _Debug.on = _Debug.on or value
+    return value
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafka-tiers")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
+              help="On an error, print the full traceback too (also KAFKA_TIERS_DEBUG=1).")
 def cli() -> None:
     """kafka-tiers: replica placement and tiered storage for Kafka-style brokers.
 
@@ -84,36 +97,31 @@ def cli() -> None:
     """
 
 
-def fail(message: str) -> None:
-    """Print one error line and exit 1."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+def fail(message: str) -> NoReturn:
+    """Print one ``error:`` line and exit with status 2 (an expected error)."""
+    from kafka_tiers.cli.boundary import EXIT_ERROR, one_line
+
+    click.echo(f"error: {one_line(message)}", err=True)
+    sys.exit(EXIT_ERROR)
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Console entry point."""
-    from kafka_tiers.api.errors import KafkaTiersError
+def debug_requested() -> bool:
+    """Whether this run prints tracebacks: ``--debug`` was given, or ``KAFKA_TIERS_DEBUG=1``."""
+    from kafka_tiers.cli.boundary import DEBUG_ENV
 
-    debug = os.environ.get("KAFKA_TIERS_DEBUG") == "1"
-    try:
-        return cli.main(args=argv, prog_name="kafka-tiers", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KafkaTiersError as exc:
-        if debug:
-            raise
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
+    return _Debug.on or os.environ.get(DEBUG_ENV) == "1"
 
 
-__all__ = ["COMMANDS", "SUMMARIES", "cli", "fail", "main"]
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console entry point: run the command line ``argv`` (default ``sys.argv[1:]``) behind the
+    error boundary (:mod:`kafka_tiers.cli.boundary`) and exit with its status: 0 done, 1 the
+    command's answer is "no", 2 an error (one ``error:`` line), 3 a bug (one ``internal
+    error:`` line), 130 interrupted."""
+    from kafka_tiers.cli.boundary import run
+
+    _Debug.on = False
+    sys.exit(run(lambda: cli.main(args=argv, prog_name="kafka-tiers", standalone_mode=False),
+                 debug_requested))
+
+
+__all__ = ["COMMANDS", "SUMMARIES", "cli", "debug_requested", "fail", "main"]

@@ -3,25 +3,51 @@ and talk to a running cluster through the transport."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kafka_tiers.cli.output import FORMAT_OPTION, console, emit_json, parse_kv
+from kafka_tiers.cli.output import (
+    FORMAT_OPTION,
+    broker_ids_callback,
+    console,
+    emit_json,
+    parse_kv,
+    read_json,
+)
 
 DEFAULT_DIR = "kafka-tiers-cluster"
 CLUSTER_FILE = "cluster.json"
 
 
+def parse_bootstrap(text: str, source: str) -> list[str]:
+    """The ``host:port`` addresses of a comma-separated list (``--bootstrap-server``,
+    ``$KAFKA_TIERS_BOOTSTRAP``), checked before any connection is tried.
+
+    Raises:
+        click.UsageError: an empty list, or an entry that is not ``host:port`` with a port
+            from 1 to 65535; the message names ``source`` and the entry.
+    """
+    from kafka_tiers.placement.cluster_file import is_host_port
+
+    servers = [b.strip() for b in text.split(",") if b.strip()]
+    if not servers:
+        raise click.UsageError(f"{source}: expected host:port[,host:port...], got {text!r}")
+    for server in servers:
+        if not is_host_port(server):
+            raise click.UsageError(f"{source}: {server!r} is not host:port (a port from 1 to "
+                                   "65535), e.g. 127.0.0.1:9092")
+    return servers
+
+
 def _bootstrap(bootstrap: str | None, directory: str | None) -> list[str]:
     if bootstrap:
-        return [b.strip() for b in bootstrap.split(",") if b.strip()]
+        return parse_bootstrap(bootstrap, "--bootstrap-server")
     env = os.environ.get("KAFKA_TIERS_BOOTSTRAP")
     if env and not directory:
-        return [b.strip() for b in env.split(",") if b.strip()]
+        return parse_bootstrap(env, "$KAFKA_TIERS_BOOTSTRAP")
     path = Path(directory or DEFAULT_DIR) / CLUSTER_FILE
     if path.exists():
         from kafka_tiers.placement.cluster_file import read_cluster_file
@@ -45,6 +71,19 @@ def connect_options(fn: Any) -> Any:
     for opt in reversed(_CONNECT):
         fn = opt(fn)
     return fn
+
+
+def _topic(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a legal topic name (Kafka's rule), or None when not given."""
+    if value is not None:
+        from kafka_tiers.log.errors import InvalidTopicError
+        from kafka_tiers.log.names import validate_topic
+
+        try:
+            validate_topic(value)
+        except InvalidTopicError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def _client(bootstrap: str | None, directory: str | None) -> Any:
@@ -251,10 +290,7 @@ def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wa
     from kafka_tiers.api.errors import KafkaTiersError
     from kafka_tiers.broker.admin_channel import ReassignmentError, parse_reassignment
 
-    try:
-        doc = json.loads(Path(json_file).read_text())
-    except (OSError, ValueError) as exc:
-        raise KafkaTiersError(f"cannot read {json_file}: {exc}") from None
+    doc = read_json(json_file)
     try:
         parse_reassignment(doc)
     except ReassignmentError as exc:
@@ -327,7 +363,7 @@ def verify_rows(client: Any, entries: list[dict[str, Any]]) -> list[dict[str, An
 
 @cluster.command("elect-leaders")
 @connect_options
-@click.option("--topic", help="Only this topic's partitions.")
+@click.option("--topic", callback=_topic, help="Only this topic's partitions.")
 def elect_leaders(bootstrap: str | None, directory: str | None, topic: str | None) -> None:
     """Preferred-leader election: move leadership back to each partition's first replica."""
     with _client(bootstrap, directory) as client:
@@ -354,7 +390,7 @@ def topics() -> None:
 
 
 @topics.command("create")
-@click.argument("name")
+@click.argument("name", callback=_topic)
 @connect_options
 @click.option("--partitions", type=click.IntRange(min=1), help="Default: num.partitions.")
 @click.option("--replication-factor", type=click.IntRange(min=1),
@@ -362,17 +398,18 @@ def topics() -> None:
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
               help="A topic-level config (repeatable).")
 @click.option("--force-simple", is_flag=True, help="Place with the rack-unaware simple placer.")
-@click.option("--broker-ids", help="Only these brokers, e.g. 1,2,3.")
+@click.option("--broker-ids", callback=broker_ids_callback,
+              help="Only these brokers, e.g. 1,2,3.")
 @FORMAT_OPTION
 def create(name: str, bootstrap: str | None, directory: str | None, partitions: int | None,
            replication_factor: int | None, configs: tuple[str, ...], force_simple: bool,
-           broker_ids: str | None, fmt: str) -> None:
+           broker_ids: list[int] | None, fmt: str) -> None:
     """Create a topic (or add partitions to one): the controller places the replicas through
     the cluster's placer (broker.replica.placer)."""
-    ids = [int(b) for b in broker_ids.split(",")] if broker_ids else None
     with _client(bootstrap, directory) as client:
         asg = client.create_topic(name, partitions, replication_factor,
-                                  parse_kv(configs), broker_ids=ids, force_simple=force_simple)
+                                  parse_kv(configs), broker_ids=broker_ids,
+                                  force_simple=force_simple)
     if fmt == "json":
         emit_json({"topic": name, "assignment": {str(p): r for p, r in asg.items()}})
     else:
@@ -381,7 +418,7 @@ def create(name: str, bootstrap: str | None, directory: str | None, partitions: 
 
 
 @topics.command("describe")
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=_topic)
 @connect_options
 @FORMAT_OPTION
 def describe_topics(name: str | None, bootstrap: str | None, directory: str | None,
@@ -401,7 +438,7 @@ def describe_topics(name: str | None, bootstrap: str | None, directory: str | No
 
 
 @topics.command("delete")
-@click.argument("name")
+@click.argument("name", callback=_topic)
 @connect_options
 def delete(name: str, bootstrap: str | None, directory: str | None) -> None:
     """Delete a topic and every replica's data."""
@@ -411,22 +448,25 @@ def delete(name: str, bootstrap: str | None, directory: str | None) -> None:
 
 
 @topics.command("produce")
-@click.argument("name")
+@click.argument("name", callback=_topic)
 @click.argument("values", nargs=-1, required=True)
 @connect_options
 @click.option("--partition", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
 def produce(name: str, values: tuple[str, ...], bootstrap: str | None, directory: str | None,
             partition: int, acks: str) -> None:
-    """Append VALUES (one record each) to a partition through its leader."""
+    """Append VALUES (one record each) to a partition through its leader.
+
+    Each value is produced as the bytes given on the command line (UTF-8 text, or any other
+    bytes as they are)."""
     with _client(bootstrap, directory) as client:
-        base = client.produce(name, partition, list(values),
+        base = client.produce(name, partition, [os.fsencode(v) for v in values],
                               acks=-1 if acks == "all" else int(acks))
     click.echo(f"{len(values)} record(s) at offsets {base}..{base + len(values) - 1}")
 
 
 @topics.command("consume")
-@click.argument("name")
+@click.argument("name", callback=_topic)
 @connect_options
 @click.option("--partition", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
@@ -455,5 +495,5 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "replace")
 
 
-__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "reassign_on_cluster", "run_reassignment",
-           "topics", "verify_rows"]
+__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "parse_bootstrap", "reassign_on_cluster",
+           "run_reassignment", "topics", "verify_rows"]

@@ -2,7 +2,7 @@
 
 The exit status is pytest's: 0 every rule holds, 1 some rule is broken (the report names it),
 2 interrupted, 3 internal error, 4 usage error, 5 no test ran. A plugin that cannot be found,
-imported or configured is one ``error:`` line and exit status 1, before pytest starts.
+imported or configured is one ``error:`` line and exit status 2, before pytest starts.
 """
 
 from __future__ import annotations
@@ -10,6 +10,21 @@ from __future__ import annotations
 import os
 
 import click
+
+
+def require_pytest() -> None:
+    """Check that pytest, the suites' runner, can be imported.
+
+    Raises:
+        click.ClickException: it cannot (a broken install: pytest is a dependency of
+            kafka-tiers), with the install hint.
+    """
+    try:
+        import pytest  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the conformance suites run on pytest, which cannot be imported ({exc}): "
+            "pip install 'pytest>=8'") from None
 
 
 @click.group()
@@ -22,6 +37,7 @@ def conformance() -> None:
       kafka-tiers conformance placer my_pkg.placers:MyPlacer --config zone.key=az -- -x -k balance
       kafka-tiers conformance storage s3 --config s3.properties --set s3.bucket.name=test
     """
+    require_pytest()
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -128,4 +144,4 @@ def storage(ctx: click.Context, name_or_path: str | None, config_file: str,
     ctx.exit(run_pytest([*args, *pytest_args]))
 
 
-__all__ = ["conformance", "run_pytest"]
+__all__ = ["conformance", "require_pytest", "run_pytest"]

@@ -201,7 +201,13 @@ def plan(config_path: str, output: str | None, fmt: str) -> None:
         {"topic": p.topic, "partition": p.partition, "replicas": [broker], "log_dirs": [dst]}
         for p, _src, dst in moves]}
     if output:
-        write_atomic(output, (json.dumps(doc, indent=2) + "\n").encode())
+        try:
+            write_atomic(output, (json.dumps(doc, indent=2) + "\n").encode())
+        except OSError as exc:
+            from kafka_tiers.api.errors import KafkaTiersError
+
+            raise KafkaTiersError(f"cannot write --output {output}: {exc.strerror or exc} "
+                                  "(give a file in an existing, writable directory)") from None
     if fmt == "json":
         emit_json(doc)
         return

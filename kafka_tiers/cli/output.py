@@ -25,6 +25,46 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
+def broker_ids_callback(_ctx: click.Context | None, _param: click.Parameter | None,
+                        value: str | None) -> list[int] | None:
+    """A click callback for ``--broker-ids 1,2,3``: the ids, or None when not given.
+
+    Raises:
+        click.BadParameter: an empty list or an entry that is not a broker id (an integer
+            from 0 to 2147483647).
+    """
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    bad = [p for p in parts if not (p.isascii() and p.isdigit() and int(p) <= 2**31 - 1)]
+    if bad:
+        raise click.BadParameter(f"expected comma-separated broker ids (integers from 0 to "
+                                 f"2147483647), got {bad[0]!r}")
+    if not parts:
+        raise click.BadParameter("expected at least one broker id")
+    return [int(p) for p in parts]
+
+
+def read_json(path: str) -> Any:
+    """The JSON document in the file at ``path``.
+
+    Raises:
+        KafkaTiersError: one line naming the file: it cannot be read, is not UTF-8 JSON, or is
+            nested too deeply for the parser (a hostile document).
+    """
+    from kafka_tiers.api.errors import KafkaTiersError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise KafkaTiersError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise KafkaTiersError(f"{path} is not usable JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise KafkaTiersError(f"{path} is not JSON: {exc}") from None
+
+
 def parse_kv(pairs: tuple[str, ...], what: str = "--config") -> dict[str, str]:
     """``("a=1", "b=2")`` -> ``{"a": "1", "b": "2"}``; a pair without ``=`` is a usage error."""
     out: dict[str, str] = {}
@@ -36,4 +76,4 @@ def parse_kv(pairs: tuple[str, ...], what: str = "--config") -> dict[str, str]:
     return out
 
 
-__all__ = ["FORMAT_OPTION", "console", "emit_json", "parse_kv"]
+__all__ = ["FORMAT_OPTION", "broker_ids_callback", "console", "emit_json", "parse_kv", "read_json"]

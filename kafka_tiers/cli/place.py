@@ -6,20 +6,7 @@ from typing import Any
 
 import click
 
-from kafka_tiers.cli.output import console, emit_json
-
-
-def _broker_ids(_ctx: click.Context, _param: click.Parameter, value: str | None
-                ) -> list[int] | None:
-    if value is None:
-        return None
-    try:
-        ids = [int(p) for p in value.split(",") if p.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated broker ids, got {value!r}") from None
-    if not ids:
-        raise click.BadParameter("expected at least one broker id")
-    return ids
+from kafka_tiers.cli.output import broker_ids_callback, console, emit_json
 
 
 @click.command()
@@ -33,7 +20,7 @@ def _broker_ids(_ctx: click.Context, _param: click.Parameter, value: str | None
               "(default: broker.replica.placer from --config, else rack-aware).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="server.properties to take broker.replica.placer and placer.* keys from.")
-@click.option("--broker-ids", callback=_broker_ids, help="Only these brokers, e.g. 1,2,3.")
+@click.option("--broker-ids", callback=broker_ids_callback, help="Only these brokers, e.g. 1,2,3.")
 @click.option("--force-simple", is_flag=True,
               help="Use the rack-unaware simple placer (Kafka's --disable-rack-aware).")
 @click.option("--seed", type=int, help="placer.seed: the same seed gives the same placement.")

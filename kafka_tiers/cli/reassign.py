@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kafka_tiers.cli.output import console, emit_json
+from kafka_tiers.cli.output import console, emit_json, read_json
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*")
 
@@ -26,20 +26,6 @@ def parse_duration(text: str) -> float:
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None
               ) -> float | None:
     return None if value is None else parse_duration(value)
-
-
-def _load(path: str) -> Any:
-    import json
-
-    from kafka_tiers.api.errors import KafkaTiersError
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise KafkaTiersError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise KafkaTiersError(f"{path} is not JSON: {exc}") from None
 
 
 def split_local(assignments: list[Any], broker: int, dirs: list[str]
@@ -252,9 +238,9 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
     if action is None:
         raise click.UsageError("give --execute or --verify")
     if bootstrap:
-        from kafka_tiers.cli.cluster import reassign_on_cluster
+        from kafka_tiers.cli.cluster import parse_bootstrap, reassign_on_cluster
 
-        servers = [b.strip() for b in bootstrap.split(",") if b.strip()]
+        servers = parse_bootstrap(bootstrap, "--bootstrap-server")
         reassign_on_cluster(servers, json_file, action, wait=wait,
                             timeout=300.0 if timeout is None else timeout, fmt=fmt)
         return
@@ -265,7 +251,7 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
     cfg, dirs = load_dirs(config_path)
     broker = cfg["broker.id"]
     try:
-        assignments = parse_reassignment(_load(json_file))
+        assignments = parse_reassignment(read_json(json_file))
     except ReassignmentError as exc:
         raise KafkaTiersError(f"{json_file}: {exc}") from None
     local, remote = split_local(assignments, broker, dirs)

@@ -45,6 +45,14 @@ def _int(value: Any, where: str) -> int:
     return value
 
 
+def is_host_port(text: str) -> bool:
+    """Whether ``text`` is ``host:port``: a non-empty host without blanks and a decimal port
+    from 1 to 65535 (the form of a broker address here and in ``--bootstrap-server``)."""
+    host, sep, port = text.rpartition(":")
+    return bool(sep and host and not any(c.isspace() for c in host) and port.isascii()
+                and port.isdigit() and len(port) <= 5 and 0 < int(port) <= 65535)
+
+
 _TOP_FIELDS = ("brokers", "assignments", "metadata_store")
 _BROKER_FIELDS = ("id", "rack", "fenced", "attributes", "address")
 
@@ -126,8 +134,9 @@ def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
                 isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()):
             raise InvalidClusterError(f"{where}.attributes: expected an object of strings")
         address = b.get("address")
-        if address is not None and (not isinstance(address, str) or ":" not in address):
-            raise InvalidClusterError(f"{where}.address: expected \"host:port\" or null")
+        if address is not None and (not isinstance(address, str) or not is_host_port(address)):
+            raise InvalidClusterError(f"{where}.address: expected \"host:port\" (a port from 1 "
+                                      f"to 65535) or null, got {json.dumps(address)}")
         broker_id = _int(b["id"], f"{where}.id")
         try:
             brokers.append(BrokerInfo(broker_id, rack, fenced, attrs))
@@ -193,6 +202,8 @@ def read_cluster_file(path: str | os.PathLike[str]) -> ClusterFile:
         raise InvalidClusterError(f"cannot read {name}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidClusterError(f"{name}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidClusterError(f"{name}: not usable JSON: nested too deeply") from None
     return cluster_file_from_dict(data, name)
 
 
@@ -251,5 +262,5 @@ def reassignment_json(assignment: Mapping[TopicPartition, list[int]]) -> dict[st
 
 
 __all__ = ["ClusterFile", "cluster_file_from_dict", "cluster_file_to_dict", "cluster_from_dict",
-           "cluster_to_dict", "load_cluster", "read_cluster_file", "reassignment_json",
-           "write_cluster_file"]
+           "cluster_to_dict", "is_host_port", "load_cluster", "read_cluster_file",
+           "reassignment_json", "write_cluster_file"]

@@ -1,0 +1,154 @@
+"""The ``kafka-tiers`` command's one error boundary: what reaches the user when a command fails.
+
+Guarantees (for everything :func:`run` calls):
+
+- an expected error (bad input, a missing file, an unreachable broker, a plugin that does not
+  load: a :class:`~kafka_tiers.api.KafkaTiersError`, a click usage error or
+  :class:`click.ClickException`, an :class:`OSError`) is one line ``error: <message>`` on
+  stderr and exit status :data:`EXIT_ERROR` (2);
+- any other exception is a bug: one line ``internal error: <type>: <message>; run with --debug
+  for the traceback`` and exit status :data:`EXIT_INTERNAL` (3);
+- a traceback is printed only in debug mode (``kafka-tiers --debug ...`` or
+  ``KAFKA_TIERS_DEBUG=1``), then in full (causes included), followed by the same line and the
+  same exit status;
+- Ctrl-C (``KeyboardInterrupt``, click's ``Abort``) exits :data:`EXIT_INTERRUPTED` (130)
+  without a traceback;
+- every line is one printable line: the values of live secrets
+  (:class:`~kafka_tiers.api.Secret`) are replaced by ``<hidden>``, newlines and other control
+  characters are escaped, and undecodable bytes of the command line (which Python keeps as
+  surrogates) are shown as ``\\xNN``. The debug traceback has its secrets hidden too.
+
+A command's own "no" (``remote verify`` found a broken segment, a reassignment is not done) is
+exit status :data:`EXIT_NEGATIVE` (1), set by the command, never by this boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+EXIT_OK = 0  #: the command did what was asked
+EXIT_NEGATIVE = 1  #: the command ran and its answer is "no" (it says which)
+EXIT_ERROR = 2  #: an expected error: one ``error:`` line (usage errors included)
+EXIT_INTERNAL = 3  #: a bug in kafka-tiers or a plugin: one ``internal error:`` line
+EXIT_INTERRUPTED = 130  #: Ctrl-C (128 + SIGINT)
+
+DEBUG_ENV = "KAFKA_TIERS_DEBUG"  #: ``1`` turns debug mode on, as ``--debug`` does
+
+
+def _hide(text: str) -> str:
+    from kafka_tiers.api.secret import Secret
+
+    return Secret.hide(text) if Secret.any_live() else text
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: live secrets hidden, line breaks and other control
+    characters escaped (``\\n``, ``\\x1b``), lone surrogates (undecodable command-line bytes
+    under ``surrogateescape``) shown as the byte they stand for (``\\xff``)."""
+    out = []
+    for ch in _hide(text.strip()):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append(" ")
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def expected_message(exc: BaseException) -> str | None:
+    """The message of an expected error, or None when ``exc`` is not one (a bug)."""
+    from kafka_tiers.api.errors import KafkaTiersError
+
+    if isinstance(exc, click.UsageError):
+        hint = ""
+        if exc.ctx is not None:
+            hint = f" (see '{exc.ctx.command_path} --help')"
+        return exc.format_message() + hint
+    if isinstance(exc, click.ClickException):
+        return exc.format_message()
+    if isinstance(exc, KafkaTiersError):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, OSError):
+        what = exc.strerror or str(exc) or type(exc).__name__
+        names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
+        return f"{' -> '.join(names)}: {what}" if names else what
+    return None
+
+
+def _stderr(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing left to tell
+        click.echo(line, err=True)
+
+
+def _traceback(exc: BaseException) -> None:
+    _stderr(_hide("".join(traceback.format_exception(exc))).rstrip("\n"))
+
+
+def report(exc: BaseException, debug: bool) -> int:
+    """Print what ``exc`` means for the user (see the module docstring) and return the exit
+    status."""
+    if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
+        return EXIT_INTERRUPTED
+    message = expected_message(exc)
+    if debug:
+        _traceback(exc)
+    if message is not None:
+        _stderr(f"error: {one_line(message)}")
+        return EXIT_ERROR
+    detail = one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    hint = "" if debug else "; run with --debug for the traceback"
+    _stderr(f"internal error: {detail}{hint}")
+    return EXIT_INTERNAL
+
+
+def _quiet_broken_pipe() -> None:
+    """stdout's reader went away (``kafka-tiers ... | head``): point stdout at /dev/null so the
+    interpreter's final flush does not fail again."""
+    # no real file descriptor (a test's capture): nothing to redirect
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
+    """Call ``invoke`` (a click command's ``main`` with ``standalone_mode=False``) behind the
+    boundary; return the exit status. ``debug()`` is asked only once something failed (the
+    ``--debug`` flag is known only after the command line was parsed)."""
+    try:
+        code = invoke()
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return int(exc.code or 0)
+        _stderr(f"error: {one_line(str(exc.code))}")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return EXIT_OK
+    except BaseException as exc:  # the boundary: every other exception is reported here
+        if not isinstance(exc, Exception | KeyboardInterrupt | click.exceptions.Abort):
+            raise  # GeneratorExit and the like are not ours to report
+        return report(exc, debug())
+    return int(code) if isinstance(code, int) else EXIT_OK
+
+
+__all__ = ["DEBUG_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NEGATIVE",
+           "EXIT_OK", "expected_message", "one_line", "report", "run"]
