@@ -70,7 +70,12 @@ class ZooKeeperStore(MetadataStore):
         self._lock = threading.Lock()
 
     def start(self, timeout: float = 10.0) -> None:
-        from kazoo.client import KazooClient
+        try:
+            from kazoo.client import KazooClient
+        except ImportError:
+            raise MetadataStoreError(
+                "metadata.store=zookeeper needs the kazoo package, which is not installed: "
+                "pip install kazoo (or use metadata.store=embedded)") from None
 
         with self._lock:
             if self._client is not None:
