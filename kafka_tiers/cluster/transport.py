@@ -31,6 +31,7 @@ import logging
 import socket
 import socketserver
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -213,10 +214,32 @@ def encode_request(api_key: int, version: int, corr: int, body: Mapping[str, Any
     return struct.pack(">i", len(frame)) + frame
 
 
+class FrameError(ValueError):
+    """A frame that does not parse: a size out of range, a header cut short, a body that is
+    not a JSON object. The connection it came on cannot be trusted any more: the server logs
+    one WARN line naming the peer and this problem, and closes that connection."""
+
+
 def decode_request(frame: bytes) -> Request:
+    """Parse a request frame (without its size prefix).
+
+    Raises:
+        FrameError: the frame is shorter than the header, its body size is out of range, or
+            its body is not a UTF-8 JSON object.
+    """
+    if len(frame) < _REQ.size:
+        raise FrameError(f"a {len(frame)}-byte frame is shorter than the {_REQ.size}-byte "
+                         "request header")
     api_key, version, corr, n = _REQ.unpack_from(frame)
     start = _REQ.size
-    body = json.loads(frame[start:start + n]) if n else {}
+    if n < 0 or start + n > len(frame):
+        raise FrameError(f"body size {n} does not fit the {len(frame)}-byte frame")
+    try:
+        body = json.loads(frame[start:start + n]) if n else {}
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise FrameError(f"the body is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(body, dict):
+        raise FrameError(f"the body is a JSON {type(body).__name__}, not an object")
     return Request(api_key, version, body, bytes(frame[start + n:]), corr)
 
 
@@ -250,7 +273,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 def read_frame(sock: socket.socket) -> bytes:
     (size,) = struct.unpack(">i", _recv_exact(sock, 4))
     if size < 0 or size > MAX_FRAME:
-        raise ConnectionError(f"bad frame size {size}")
+        raise FrameError(f"bad frame size {size}")
     return _recv_exact(sock, size)
 
 
@@ -319,10 +342,14 @@ class TcpServer:
                 try:
                     while True:
                         try:
-                            frame = read_frame(sock)
+                            req = decode_request(read_frame(sock))
+                        except FrameError as exc:
+                            # one line per connection, no traceback; the connection closes
+                            log.warning("closing the connection from %s: unreadable request "
+                                        "frame: %s", _peer(self.client_address), exc)
+                            return
                         except (ConnectionError, OSError):
                             return
-                        req = decode_request(frame)
                         resp = table.handle(req)
                         try:
                             sock.sendall(encode_response(req.correlation_id, resp))
@@ -336,6 +363,14 @@ class TcpServer:
             allow_reuse_address = True
             daemon_threads = True
             block_on_close = False
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # socketserver prints a traceback to stderr: one WARN line instead (the
+                # traceback at DEBUG), and the connection closes
+                exc = sys.exc_info()[1]
+                log.warning("closing the connection from %s: %s: %s", _peer(client_address),
+                            type(exc).__name__, exc)
+                log.debug("connection from %s failed", _peer(client_address), exc_info=True)
 
         try:
             self._server = _Server((LOOPBACK, port), _Handler)
@@ -367,6 +402,13 @@ class TcpServer:
                     sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
         self._thread = None
+
+
+def _peer(address: Any) -> str:
+    """``host:port`` of a peer address as socketserver gives it."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]}:{address[1]}"
+    return str(address)
 
 
 class TcpClient(Client):
@@ -536,6 +578,7 @@ __all__ = [
     "ApiKey",
     "Client",
     "ErrorCode",
+    "FrameError",
     "HandlerTable",
     "LoopbackClient",
     "LoopbackNetwork",
