@@ -167,7 +167,8 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
 #: Where the key sections live, as ``module:attribute``; each subsystem adds its own.
 SECTIONS: tuple[str, ...] = ("kafka_tiers.config:CORE_KEYS", "kafka_tiers.log.config:LOG_KEYS",
                              "kafka_tiers.remote.config:REMOTE_KEYS",
-                             "kafka_tiers.cluster.config:CLUSTER_KEYS")
+                             "kafka_tiers.cluster.config:CLUSTER_KEYS",
+                             "kafka_tiers.limits:LIMIT_KEYS")
 
 
 def all_keys() -> dict[str, ConfigKey]:

@@ -112,6 +112,28 @@ class TopicConfigs:
             self._cache[key] = tiering
         return tiering
 
+    def check_new_partitions(self, topic: str, partitions: Any, *, existing: int = 0,
+                             broker_holds: int | None = None) -> int:
+        """Check a request for ``partitions`` new partitions of ``topic`` (which has
+        ``existing``) against the broker's bounds, before anything is created:
+        ``max.request.partitions``, ``max.topic.partitions`` and, when ``broker_holds`` (the
+        partitions this broker holds now) is given, ``max.broker.partitions``.
+
+        Returns:
+            ``partitions`` as an int.
+
+        Raises:
+            LimitExceededError: ``INVALID_PARTITIONS`` or ``POLICY_VIOLATION`` (see
+                :mod:`kafka_tiers.limits`).
+        """
+        from kafka_tiers.limits import check_broker_partitions, check_new_partitions
+
+        n = check_new_partitions(self.broker, partitions, existing=existing, topic=topic)
+        if broker_holds is not None:
+            me = int(self.broker.get("broker.id", 0) or 0)
+            check_broker_partitions(self.broker, {me: broker_holds}, [[me]] * n)
+        return n
+
     def validate(self, topic: str, config: Mapping[str, Any] | None) -> dict[str, str]:
         """The normalized ``config`` of a new topic, once it is valid.
 

@@ -62,6 +62,15 @@ from kafka_tiers.cluster.metadata_store import (
     topic_path,
 )
 from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
+from kafka_tiers.limits import (
+    LimitExceededError,
+    as_count,
+    check_broker_partitions,
+    check_new_partitions,
+    check_partition_index,
+    check_replication_factor,
+    check_request_entries,
+)
 from kafka_tiers.placement.service import PlacementService
 
 log = logging.getLogger(__name__)
@@ -179,6 +188,8 @@ class Controller:
         self.live: dict[int, BrokerRegistration] = {}
         self.shutting_down: set[int] = set()
         self.assignments: dict[TopicPartition, tuple[int, ...]] = {}
+        #: replicas per broker over ``assignments`` (None: to be counted again)
+        self._held: dict[int, int] | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.topic_versions: dict[str, int] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
@@ -355,6 +366,7 @@ class Controller:
         self.live = self.metadata.live_brokers()
         self.shutting_down = set()
         self.assignments, self.states, self.topic_configs = {}, {}, {}
+        self._held = None
         topics = self.metadata.topics()  # pipelined reads: two round trips' latency in all
         for topic, got in zip(topics, self.store.get_many([topic_path(t) for t in topics]),
                               strict=True):
@@ -601,17 +613,42 @@ class Controller:
                      ) -> dict[int, list[int]]:
         """Create a topic, or add ``partitions`` partitions to an existing one (through the
         configured placer, ``start_partition`` continuing the topic); returns the new
-        partitions' replicas. Runs on the controller thread (use :meth:`call`)."""
+        partitions' replicas. Runs on the controller thread (use :meth:`call`).
+
+        Every count is checked against its bound (:mod:`kafka_tiers.limits`) before anything
+        is placed or written: a refusal raises
+        :class:`~kafka_tiers.limits.LimitExceededError` carrying its Kafka error code
+        (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
+        ``INVALID_REQUEST``)."""
         from kafka_tiers.log.names import validate_topic
 
         validate_topic(topic)
         exists = topic in self.topic_configs
+        limits = self.core.config
+        existing = sum(1 for tp in self.assignments if tp.topic == topic) if exists else 0
+        if assignment is not None:
+            if not isinstance(assignment, Mapping):
+                raise LimitExceededError("assignment must map partitions to replica lists",
+                                         key="", limit=0, value=None,
+                                         error_code="INVALID_REQUEST")
+            check_new_partitions(limits, len(assignment) or 1, existing=existing, topic=topic)
+        else:
+            check_new_partitions(limits, partitions, existing=existing, topic=topic)
+            check_replication_factor(limits, replication_factor)
+        if broker_ids is not None:
+            check_request_entries(limits, broker_ids, "broker ids")
         if not exists:
             config = self.topic_config_policy.validate(topic, config)
         view = self.cluster_view()
         if assignment is not None:
-            plan = {TopicPartition(topic, int(p)): [int(b) for b in r]
-                    for p, r in assignment.items()}
+            plan = {}
+            for p, r in assignment.items():
+                index = check_partition_index(limits, p, f"partition of topic {topic}")
+                reps = check_request_entries(limits, r, f"replicas of {topic}-{index}")
+                check_replication_factor(limits, len(reps) or 1)
+                plan[TopicPartition(topic, index)] = [
+                    as_count(b, "a broker id", minimum=0,
+                             error_code="INVALID_REPLICA_ASSIGNMENT") for b in reps]
             for tp, reps in plan.items():
                 if tp in self.assignments or len(set(reps)) != len(reps) or not reps or \
                         any(b not in self.live for b in reps):
@@ -620,6 +657,7 @@ class Controller:
         else:
             plan = self.core.plan_topic(view, topic, partitions, replication_factor,
                                         broker_ids=broker_ids, force_simple=force_simple)
+        check_broker_partitions(limits, self._replica_counts(), plan.values())
         states: dict[int, PartitionState] = {}
         for tp, reps in plan.items():
             leader = next((b for b in reps if self._eligible(b)), -1)
@@ -644,6 +682,7 @@ class Controller:
             if exc.path == CONTROLLER_EPOCH:
                 raise ControllerMovedError("another controller was elected") from None
             raise
+        self._count_replicas(plan.values())
         self.topic_configs[topic] = dict(asg.config)
         new_states = {}
         for tp, reps in plan.items():
@@ -653,6 +692,23 @@ class Controller:
         self._send_leader_and_isr(new_states)
         self.core.topic_created(topic, {tp: r for tp, r in plan.items()})
         return {tp.partition: list(r) for tp, r in plan.items()}
+
+    def _replica_counts(self) -> dict[int, int]:
+        """Replicas each broker holds (counted once, then kept up to date by creations;
+        reset when assignments are reloaded, moved or deleted)."""
+        if self._held is None:
+            held: dict[int, int] = {}
+            for reps in self.assignments.values():
+                for b in reps:
+                    held[b] = held.get(b, 0) + 1
+            self._held = held
+        return self._held
+
+    def _count_replicas(self, new_replicas: Iterable[Sequence[int]]) -> None:
+        if self._held is not None:
+            for reps in new_replicas:
+                for b in reps:
+                    self._held[b] = self._held.get(b, 0) + 1
 
     def delete_topic(self, topic: str) -> None:
         """StopReplica (delete) to every replica, then remove the topic's nodes."""
@@ -668,6 +724,7 @@ class Controller:
         self.metadata.delete_topic(topic)
         for tp in tps:
             self.assignments.pop(tp, None)
+            self._held = None
             self.states.pop(tp, None)
             self.reassigning.pop(tp, None)
         self.topic_configs.pop(topic, None)
@@ -697,7 +754,14 @@ class Controller:
     # ------------------------------------------------------------------ elections
     def elect_preferred(self, tps: Iterable[TopicPartition] | None) -> dict[str, str]:
         """Move leadership to the preferred (first assigned) replica where it is alive and
-        in the ISR; returns ``{partition: outcome}``."""
+        in the ISR; returns ``{partition: outcome}``.
+
+        Raises:
+            LimitExceededError: ``INVALID_REQUEST``: more partitions than
+                ``max.request.partitions``.
+        """
+        if tps is not None:
+            tps = check_request_entries(self.core.config, list(tps), "partitions to elect")
         out: dict[str, str] = {}
         changes: dict[TopicPartition, PartitionState] = {}
 
@@ -861,6 +925,7 @@ class Controller:
                     raise ControllerMovedError("another controller was elected") from None
                 continue
             self.assignments[tp] = replicas
+            self._held = None
             return
         raise MetadataStoreError(f"could not update the assignment of {tp}")
 

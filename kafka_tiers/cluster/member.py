@@ -61,6 +61,7 @@ from kafka_tiers.cluster.transport import (
     TransportError,
 )
 from kafka_tiers.config import BrokerConfig
+from kafka_tiers.limits import as_count, check_request_entries
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.placement.service import PlacementService
 from kafka_tiers.plugins.hooks import Hooks
@@ -163,7 +164,8 @@ class ClusterMember:
             self.address = f"{INPROC_HOST}:{19000 + self.broker_id}"
             self.network.bind(self.address, self.handlers)
         else:
-            self.server = TcpServer(self.handlers, listen_port(cfg)).start()
+            self.server = TcpServer(self.handlers, listen_port(cfg),
+                                    max_request_bytes=cfg["socket.request.max.bytes"]).start()
             self.address = self.server.address
         self._delete_unassigned()
         self.controller = Controller(self.broker_id, self.metadata, self.client, self.core,
@@ -385,6 +387,8 @@ class ClusterMember:
         if md is None:
             raise ApiError("broker not started", ErrorCode.BROKER_NOT_AVAILABLE)
         wanted = req.body.get("topics")
+        if wanted is not None:
+            wanted = check_request_entries(self.config, wanted, "topics", topics=True)
         topics: list[dict[str, Any]] = []
         for topic in (wanted if wanted is not None else md.topics()):
             asg = md.topic(topic)
@@ -419,8 +423,8 @@ class ClusterMember:
         ctl = self._ctl()
         b = req.body
         cfg = self.config
-        parts = int(b.get("partitions") or cfg["num.partitions"])
-        rf = int(b.get("replication_factor") or cfg["default.replication.factor"])
+        parts = b.get("partitions") or cfg["num.partitions"]
+        rf = b.get("replication_factor") or cfg["default.replication.factor"]
         timeout = b.get("timeout_ms")
         result = ctl.call(lambda: ctl.create_topic(
             b["topic"], parts, rf, b.get("config") or {}, broker_ids=b.get("broker_ids"),
@@ -438,16 +442,17 @@ class ClusterMember:
         ctl = self._ctl()
         b = req.body
         placement = ctl.call(lambda: ctl.create_replica_placement(
-            int(b["num_partitions"]), int(b["replication_factor"]),
+            b.get("num_partitions"), b.get("replication_factor"),
             force_simple=bool(b.get("force_simple")), broker_ids=b.get("broker_ids"),
-            start_partition=int(b.get("start_partition", 0)), topic=b.get("topic")))
+            start_partition=b.get("start_partition", 0), topic=b.get("topic")))
         return Response({"placement": placement})
 
     def _elect_leaders(self, req: Request) -> Response:
         ctl = self._ctl()
         wanted = req.body.get("partitions")
-        tps = None if wanted is None else [TopicPartition(p["topic"], int(p["partition"]))
-                                           for p in wanted]
+        tps = None if wanted is None else [
+            TopicPartition(p["topic"], as_count(p["partition"], "partition", minimum=0))
+            for p in check_request_entries(self.config, wanted, "partitions")]
         return Response({"results": ctl.call(lambda: ctl.elect_preferred(tps))})
 
     def _controlled_shutdown_request(self, req: Request) -> Response:
@@ -457,7 +462,8 @@ class ClusterMember:
 
     def _alter_reassignments(self, req: Request) -> Response:
         assert self.metadata is not None
-        entries = req.body["partitions"]
+        entries = check_request_entries(self.config, req.body["partitions"],
+                                        "partitions to reassign")
         self.metadata.request_reassignment(entries)
         return Response({"accepted": len(entries)})
 
@@ -472,8 +478,9 @@ class ClusterMember:
         return Response({"log_dirs": [_jsonable(dataclasses.asdict(r)) for r in rows]})
 
     def _alter_log_dirs(self, req: Request) -> Response:
-        moves = {TopicPartition(m["topic"], int(m["partition"])): m["log_dir"]
-                 for m in req.body["moves"]}
+        moves = {TopicPartition(m["topic"], as_count(m["partition"], "partition", minimum=0)):
+                 m["log_dir"]
+                 for m in check_request_entries(self.config, req.body["moves"], "moves")}
         result = self.log_manager.alter_replica_log_dirs(moves)
         return Response({"result": _jsonable(result)})
 

@@ -43,7 +43,10 @@ from kafka_tiers.api.errors import KafkaTiersError
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+#: the largest response frame a client reads (fetch answers are bounded by the fetch size).
 MAX_FRAME = 256 << 20
+#: Kafka's ``socket.request.max.bytes`` default: the largest request frame a server reads.
+SOCKET_REQUEST_MAX_BYTES = 104857600
 
 
 class ApiKey(enum.IntEnum):
@@ -70,11 +73,13 @@ class ErrorCode(enum.IntEnum):
     NONE = 0
     UNKNOWN = -1
     OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3
     LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
+    MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
     NETWORK_EXCEPTION = 13
     NOT_ENOUGH_REPLICAS = 19
@@ -88,6 +93,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     ELECTION_NOT_NEEDED = 84
@@ -165,7 +171,9 @@ class HandlerTable:
         return {k: (lo, hi) for k, (lo, hi, _) in self._table.items()}
 
     def handle(self, req: Request) -> Response:
-        """Run the handler; an ``ApiError`` becomes its code, anything else ``UNKNOWN``."""
+        """Run the handler; an ``ApiError`` becomes its code, a library error the code of its
+        kind (:func:`error_code_for`), a missing or mistyped field (``KeyError``,
+        ``TypeError``, ``ValueError``) ``INVALID_REQUEST``, anything else ``UNKNOWN``."""
         entry = self._table.get(req.api_key)
         if entry is None or not entry[0] <= req.api_version <= entry[1]:
             return Response({"message": f"unsupported api {req.api_key} "
@@ -179,6 +187,12 @@ class HandlerTable:
         except KafkaTiersError as exc:
             return Response({"message": f"{type(exc).__name__}: {exc}"},
                             error=error_code_for(exc))
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or mistyped
+            log.warning("api %s: malformed request: %s: %s", req.api_key,
+                        type(exc).__name__, exc)
+            log.debug("api %s: malformed request", req.api_key, exc_info=True)
+            return Response({"message": f"malformed request: {type(exc).__name__}: {exc}"},
+                            error=ErrorCode.INVALID_REQUEST)
         except Exception as exc:  # a bug: answer, log, keep serving
             log.exception("handler for api %s failed", req.api_key)
             return Response({"message": f"{type(exc).__name__}: {exc}"},
@@ -186,7 +200,11 @@ class HandlerTable:
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:
-    """Map a library error to an error code by its kind."""
+    """Map a library error to an error code: its ``error_code`` attribute when it names a
+    code (:class:`~kafka_tiers.limits.LimitExceededError`), else by its kind."""
+    named = getattr(exc, "error_code", None)
+    if isinstance(named, str) and named in ErrorCode.__members__:
+        return ErrorCode[named]
     name = type(exc).__name__
     table = {
         "NotLeaderError": ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -197,6 +215,8 @@ def error_code_for(exc: BaseException) -> ErrorCode:
         "InvalidReplicaAssignmentError": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
         "ConfigError": ErrorCode.INVALID_CONFIG,
         "InvalidTopicError": ErrorCode.INVALID_REQUEST,
+        "RecordTooLargeError": ErrorCode.MESSAGE_TOO_LARGE,
+        "InvalidRecordError": ErrorCode.CORRUPT_MESSAGE,
     }
     return table.get(name, ErrorCode.UNKNOWN)
 
@@ -277,6 +297,59 @@ def read_frame(sock: socket.socket) -> bytes:
     return _recv_exact(sock, size)
 
 
+class FrameTooLargeError(FrameError):
+    """A request's length prefix exceeds ``socket.request.max.bytes``.
+
+    Attributes:
+        size: the announced size.
+        limit: ``socket.request.max.bytes``.
+        header: the request header (api key, version, correlation id) when it could be read.
+    """
+
+    def __init__(self, size: int, limit: int,
+                 header: tuple[int, int, int] | None) -> None:
+        super().__init__(f"request of {size} bytes exceeds socket.request.max.bytes {limit}")
+        self.size = size
+        self.limit = limit
+        self.header = header
+
+
+#: bytes of an oversized request read (and dropped) at a time.
+_DRAIN_CHUNK = 1 << 16
+
+
+def read_request_frame(sock: socket.socket, max_size: int) -> bytes:
+    """One request frame, its length prefix checked against ``max_size`` (Kafka's
+    ``socket.request.max.bytes``) before any of the body is kept.
+
+    An oversized request's header is read, the rest of it is read and dropped in small chunks
+    (memory stays bounded, the connection stays in step), then :class:`FrameTooLargeError`
+    is raised so the server can answer it.
+
+    Raises:
+        FrameTooLargeError: the prefix is above ``max_size``.
+        FrameError: the prefix is negative.
+        ConnectionError: the connection closed.
+    """
+    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    if size < 0:
+        raise FrameError(f"bad frame size {size}")
+    if size <= max_size:
+        return _recv_exact(sock, size)
+    header = None
+    left = size
+    if size >= _REQ.size:
+        api_key, version, corr, _ = _REQ.unpack(_recv_exact(sock, _REQ.size))
+        header = (api_key, version, corr)
+        left -= _REQ.size
+    while left > 0:
+        chunk = sock.recv(min(left, _DRAIN_CHUNK))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        left -= len(chunk)
+    raise FrameTooLargeError(size, max_size, header)
+
+
 # ---------------------------------------------------------------------- client interface
 
 class Client:
@@ -317,16 +390,22 @@ class TcpServer:
     Args:
         handlers: the table.
         port: 0 picks a free port (see :attr:`port`).
+        max_request_bytes: ``socket.request.max.bytes``: a request frame above it is read
+            and dropped in small chunks and answered ``INVALID_REQUEST`` (the connection stays
+            usable); its body is never held in memory.
 
     Raises:
         TransportError: the port cannot be listened on (in use, or not permitted); the
             message names the address and the reason.
     """
 
-    def __init__(self, handlers: HandlerTable, port: int = 0, host: str = LOOPBACK) -> None:
+    def __init__(self, handlers: HandlerTable, port: int = 0, host: str = LOOPBACK, *,
+                 max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> None:
         if host not in (LOOPBACK, "localhost"):
             raise ValueError("kafka-tiers listens on 127.0.0.1 only")
         self.handlers = handlers
+        self.max_request_bytes = max_request_bytes
+        server = self
         table = handlers
         conns: set[socket.socket] = set()
         self._conns = conns
@@ -342,7 +421,20 @@ class TcpServer:
                 try:
                     while True:
                         try:
-                            req = decode_request(read_frame(sock))
+                            req = decode_request(read_request_frame(
+                                sock, server.max_request_bytes))
+                        except FrameTooLargeError as exc:
+                            log.warning("refused a request from %s: %s",
+                                        _peer(self.client_address), exc)
+                            if exc.header is None:
+                                return
+                            refused = Response({"message": str(exc), "nothing_done": True},
+                                               error=ErrorCode.INVALID_REQUEST)
+                            try:
+                                sock.sendall(encode_response(exc.header[2], refused))
+                            except OSError:
+                                return
+                            continue
                         except FrameError as exc:
                             # one line per connection, no traceback; the connection closes
                             log.warning("closing the connection from %s: unreadable request "
@@ -579,6 +671,7 @@ __all__ = [
     "Client",
     "ErrorCode",
     "FrameError",
+    "FrameTooLargeError",
     "HandlerTable",
     "LoopbackClient",
     "LoopbackNetwork",
@@ -592,5 +685,6 @@ __all__ = [
     "encode_request",
     "encode_response",
     "error_code_for",
+    "read_request_frame",
     "wait_for",
 ]

@@ -75,13 +75,32 @@ class PlacementService:
         """Document 001's admin operation: a validated placement from the configured placer
         (``simple`` when ``force_simple``, or when the placer defers with ``None``).
 
+        The counts are checked against their bounds before the placer runs: at most
+        ``max.request.partitions`` partitions, ``start_partition + num_partitions`` at most
+        ``max.topic.partitions``, a replication factor at most ``max.replication.factor``,
+        at most ``max.request.partitions`` broker ids.
+
         Raises:
+            LimitExceededError: a count above its bound (``INVALID_PARTITIONS``,
+                ``INVALID_REPLICATION_FACTOR``, ``INVALID_REQUEST``); nothing was placed.
             InvalidReplicationFactorError: an impossible replication factor.
             InvalidReplicaAssignmentError: the placer returned an invalid placement.
             PluginError: the placer failed in an unexpected way.
         """
+        from kafka_tiers.limits import (
+            as_count,
+            check_new_partitions,
+            check_replication_factor,
+            check_request_entries,
+        )
         from kafka_tiers.placement.admin import create_replica_placement
 
+        start = as_count(start_partition, "start_partition", minimum=0,
+                         error_code="INVALID_PARTITIONS")
+        check_new_partitions(self.config, num_partitions, existing=start, topic=topic)
+        check_replication_factor(self.config, replication_factor)
+        if broker_ids is not None:
+            check_request_entries(self.config, list(broker_ids), "broker ids")
         placer = None if force_simple else self.placer
         return create_replica_placement(
             cluster, num_partitions, replication_factor, placer=placer,
@@ -93,7 +112,12 @@ class PlacementService:
                    replication_factor: int, *, broker_ids: Sequence[int] | None = None,
                    force_simple: bool = False) -> dict[TopicPartition, list[int]]:
         """Place a new topic, or ``num_partitions`` more partitions of an existing one
-        (continuing after its highest partition), without recording anything."""
+        (continuing after its highest partition), without recording anything.
+
+        Raises:
+            LimitExceededError, InvalidReplicationFactorError, InvalidReplicaAssignmentError,
+            PluginError: as :meth:`create_replica_placement`.
+        """
         existing = cluster.topic_assignment(topic)
         start = max(existing) + 1 if existing else 0
         placement = self.create_replica_placement(

@@ -1,0 +1,229 @@
+"""Bounds on what one request may ask for: the keys (:data:`LIMIT_KEYS`, registered in
+:data:`kafka_tiers.config.SECTIONS`) and the checks every entry point runs *before* it
+allocates anything for a request.
+
+Every count a request carries (partitions to create, a replication factor, topics or
+partitions listed) is checked against its key here; a refused request raises
+:class:`LimitExceededError`, which carries the Kafka error code the transport answers with
+(``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
+``INVALID_REQUEST``), so a refusal is never ``UNKNOWN``. The record batch size
+(``message.max.bytes``) is the log's key and is checked at append; the frame size
+(``socket.request.max.bytes``) is checked by the transport on the length prefix, before the
+body is read. docs/operations.md lists every bound.
+
+Kafka has no key for most of these: Kafka bounds a request only by its frame size, and
+KIP-578 (proposed, not shipped) named ``max.broker.partitions``, which is the name taken here
+for the replicas one broker may hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka_tiers.api.errors import KafkaTiersError
+from kafka_tiers.config import ConfigKey, Int
+
+#: Kafka's defaults where Kafka has the key.
+SOCKET_REQUEST_MAX_BYTES = 104857600
+MAX_TOPIC_PARTITIONS = 100000
+MAX_REQUEST_PARTITIONS = 100000
+MAX_REQUEST_TOPICS = 10000
+MAX_REPLICATION_FACTOR = 32
+MAX_BROKER_PARTITIONS = 100000
+
+LIMIT_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("socket.request.max.bytes", Int(min=1024), SOCKET_REQUEST_MAX_BYTES,
+              "The largest request frame the broker reads; a larger one is answered "
+              "INVALID_REQUEST without being kept in memory."),
+    ConfigKey("max.topic.partitions", Int(min=1), MAX_TOPIC_PARTITIONS,
+              "Partitions one topic may have (CreateTopics, CreatePartitions, placement)."),
+    ConfigKey("max.request.partitions", Int(min=1), MAX_REQUEST_PARTITIONS,
+              "Partitions one request may create, place or list."),
+    ConfigKey("max.request.topics", Int(min=1), MAX_REQUEST_TOPICS,
+              "Topics one request may list (Metadata, DescribeLogDirs)."),
+    ConfigKey("max.replication.factor", Int(min=1, max=32767), MAX_REPLICATION_FACTOR,
+              "The largest replication factor a topic may ask for (the live brokers bound it "
+              "too)."),
+    ConfigKey("max.broker.partitions", Int(min=1), MAX_BROKER_PARTITIONS,
+              "Partition replicas one broker may hold (KIP-578's name); a creation that "
+              "would exceed it on any broker is refused."),
+)
+
+
+class LimitExceededError(KafkaTiersError, ValueError):
+    """A request asked for more than a configured bound allows; nothing was done.
+
+    Attributes:
+        key: the config key of the bound.
+        limit: its value.
+        value: what the request asked for.
+        error_code: the name of the Kafka error code to answer with
+            (``INVALID_PARTITIONS``, ...).
+    """
+
+    def __init__(self, message: str, *, key: str, limit: int, value: Any,
+                 error_code: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.limit = limit
+        self.value = value
+        self.error_code = error_code
+
+
+def _limit(config: Mapping[str, Any], key: str, default: int) -> int:
+    try:
+        return int(config[key])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def as_count(value: Any, what: str, *, minimum: int = 1,
+             error_code: str = "INVALID_REQUEST") -> int:
+    """``value`` (from a request) as an int >= ``minimum``; bools, floats and text refused.
+
+    Raises:
+        LimitExceededError: not an integer, or below ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        else:
+            raise LimitExceededError(f"{what} must be an integer, got {value!r}", key="",
+                                     limit=minimum, value=value, error_code=error_code)
+    if value < minimum:
+        raise LimitExceededError(f"{what} must be >= {minimum}, got {value}", key="",
+                                 limit=minimum, value=value, error_code=error_code)
+    return value
+
+
+def check_new_partitions(config: Mapping[str, Any], count: Any, *, existing: int = 0,
+                         topic: str | None = None) -> int:
+    """Check a request to create ``count`` partitions (of a topic having ``existing``).
+
+    Returns:
+        ``count`` as an int.
+
+    Raises:
+        LimitExceededError: ``INVALID_PARTITIONS`` when ``count`` is not an int >= 1, exceeds
+            ``max.request.partitions``, or takes the topic above ``max.topic.partitions``.
+    """
+    name = f" of topic {topic}" if topic else ""
+    n = as_count(count, f"the partition count{name}", error_code="INVALID_PARTITIONS")
+    per_request = _limit(config, "max.request.partitions", MAX_REQUEST_PARTITIONS)
+    if n > per_request:
+        raise LimitExceededError(
+            f"{n} partitions{name} in one request exceed max.request.partitions "
+            f"{per_request}; create fewer per request or raise max.request.partitions",
+            key="max.request.partitions", limit=per_request, value=n,
+            error_code="INVALID_PARTITIONS")
+    per_topic = _limit(config, "max.topic.partitions", MAX_TOPIC_PARTITIONS)
+    if existing + n > per_topic:
+        have = f" ({existing} existing + {n} new)" if existing else ""
+        raise LimitExceededError(
+            f"{existing + n} partitions{name}{have} exceed max.topic.partitions {per_topic}; "
+            f"use fewer partitions or raise max.topic.partitions",
+            key="max.topic.partitions", limit=per_topic, value=existing + n,
+            error_code="INVALID_PARTITIONS")
+    return n
+
+
+def check_partition_index(config: Mapping[str, Any], partition: Any, what: str) -> int:
+    """A partition number from a request: an int from 0 to ``max.topic.partitions - 1``.
+
+    Raises:
+        LimitExceededError: ``INVALID_PARTITIONS`` otherwise.
+    """
+    p = as_count(partition, what, minimum=0, error_code="INVALID_PARTITIONS")
+    per_topic = _limit(config, "max.topic.partitions", MAX_TOPIC_PARTITIONS)
+    if p >= per_topic:
+        raise LimitExceededError(
+            f"{what} {p} is not below max.topic.partitions {per_topic}",
+            key="max.topic.partitions", limit=per_topic, value=p,
+            error_code="INVALID_PARTITIONS")
+    return p
+
+
+def check_replication_factor(config: Mapping[str, Any], factor: Any,
+                             available: int | None = None) -> int:
+    """Check a requested replication factor against ``max.replication.factor`` and, when
+    given, the ``available`` (live, unfenced or chosen) brokers.
+
+    Raises:
+        LimitExceededError: ``INVALID_REPLICATION_FACTOR``.
+    """
+    rf = as_count(factor, "the replication factor", error_code="INVALID_REPLICATION_FACTOR")
+    cap = _limit(config, "max.replication.factor", MAX_REPLICATION_FACTOR)
+    if rf > cap:
+        raise LimitExceededError(
+            f"replication factor {rf} exceeds max.replication.factor {cap}",
+            key="max.replication.factor", limit=cap, value=rf,
+            error_code="INVALID_REPLICATION_FACTOR")
+    if available is not None and rf > available:
+        raise LimitExceededError(
+            f"replication factor {rf} is larger than the {available} available broker(s); "
+            f"use at most {available} or start more brokers",
+            key="", limit=available, value=rf, error_code="INVALID_REPLICATION_FACTOR")
+    return rf
+
+
+def check_request_entries(config: Mapping[str, Any], entries: Any, what: str, *,
+                          topics: bool = False) -> list[Any]:
+    """Check a list a request carries (partitions, moves, or topics with ``topics``)
+    against ``max.request.partitions`` / ``max.request.topics``.
+
+    Returns:
+        ``entries`` (a list).
+
+    Raises:
+        LimitExceededError: ``INVALID_REQUEST`` when it is not a list or is too long.
+    """
+    if not isinstance(entries, list):
+        raise LimitExceededError(f"{what} must be a list, got {type(entries).__name__}",
+                                 key="", limit=0, value=None, error_code="INVALID_REQUEST")
+    key, default = (("max.request.topics", MAX_REQUEST_TOPICS) if topics
+                    else ("max.request.partitions", MAX_REQUEST_PARTITIONS))
+    cap = _limit(config, key, default)
+    if len(entries) > cap:
+        raise LimitExceededError(
+            f"{len(entries)} {what} in one request exceed {key} {cap}; send several "
+            f"requests or raise {key}", key=key, limit=cap, value=len(entries),
+            error_code="INVALID_REQUEST")
+    return entries
+
+
+def check_broker_partitions(config: Mapping[str, Any], current: Mapping[int, int],
+                            new_replicas: Iterable[Iterable[int]]) -> None:
+    """Check that adding ``new_replicas`` (one replica list per new partition) keeps every
+    broker at or below ``max.broker.partitions``; ``current`` counts the replicas each
+    broker holds now.
+
+    Raises:
+        LimitExceededError: ``POLICY_VIOLATION`` naming the first broker over the bound.
+    """
+    cap = _limit(config, "max.broker.partitions", MAX_BROKER_PARTITIONS)
+    added: dict[int, int] = {}
+    for reps in new_replicas:
+        for b in reps:
+            added[b] = added.get(b, 0) + 1
+    for b in sorted(added):
+        total = current.get(b, 0) + added[b]
+        if total > cap:
+            raise LimitExceededError(
+                f"broker {b} would hold {total} partition replicas ({current.get(b, 0)} now + "
+                f"{added[b]} new), above max.broker.partitions {cap}; add brokers, delete "
+                f"topics or raise max.broker.partitions",
+                key="max.broker.partitions", limit=cap, value=total,
+                error_code="POLICY_VIOLATION")
+
+
+__all__ = [
+    "LIMIT_KEYS",
+    "LimitExceededError",
+    "as_count",
+    "check_broker_partitions",
+    "check_new_partitions",
+    "check_partition_index",
+    "check_replication_factor",
+    "check_request_entries",
+]
