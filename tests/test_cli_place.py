@@ -93,7 +93,7 @@ def test_errors_are_one_line(args: list[str], message: str) -> None:
         base[args[i]] = args[i + 1]
     flat = [x for kv in base.items() for x in kv]
     res = run("place", *flat)
-    assert res.returncode == 1
+    assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), res.stderr
     assert "Traceback" not in res.stderr
@@ -103,7 +103,7 @@ def test_bad_cluster_file_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "c.json"
     f.write_text('{"brokers": [{"id": 1, "rack": 5}]}')
     res = run("place", "--cluster", str(f), "--partitions", "1", "--replication-factor", "1")
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert res.stderr.strip() == f"error: {f}: brokers[0].rack: expected a string or null"
 
 
@@ -157,7 +157,7 @@ def test_quickstart_human_and_json(tmp_path: Path) -> None:
 def test_quickstart_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
     (tmp_path / "precious.txt").write_text("not the quick start's")
     res = run("quickstart", "--dir", str(tmp_path))
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert "is not empty and was not made by the quick start" in res.stderr
     assert (tmp_path / "precious.txt").exists()
 

@@ -47,7 +47,21 @@ def test_round_trip_with_assignments() -> None:
         {"topic": "t", "partition": 0, "replicas": [1]}]}, "t-0 is listed twice"),
     ({"brokers": [{"id": 1}, {"id": 2}], "assignments": [
         {"topic": "t", "partition": 0, "replicas": [2, 2]}]},
-     "assignments[0].replicas: broker 2 is listed twice"),
+     "assignments[0].replicas: broker 2 is listed twice in partition 0 of topic 't'"),
+    ({"brokers": [{"id": 1}, {"id": 2}], "assignments": [
+        {"topic": "orders", "partition": 3, "replicas": [1, 7]}]},
+     "assignments[0]: partition 3 of topic 'orders' names broker 7, which is not among the "
+     "brokers [1, 2]"),
+    ({"brokers": [{"id": 1}], "assignments": [{"topic": "t", "partition": 0, "replicas": []}]},
+     "assignments[0]: partition 0 of topic 't' has no replicas"),
+    ({"brokers": [{"id": 1}], "assignments": [
+        {"topic": "a/b", "partition": 0, "replicas": [1]}]},
+     "assignments[0].topic: topic name 'a/b' has characters other than"),
+    ({"brokers": [{"id": 2**31}]}, "brokers[0].id: 2147483648 is larger than the largest"),
+    ({"brokers": [{"id": 1, "address": "nohost:notaport"}]},
+     "brokers[0].address: expected \"host:port\" (a port from 1 to 65535) or null, got "
+     "\"nohost:notaport\""),
+    ({"brokers": [{"id": 1, "address": "h:0"}]}, "brokers[0].address: expected \"host:port\""),
 ])
 def test_bad_documents(doc: object, fragment: str) -> None:
     with pytest.raises(InvalidClusterError) as err:
@@ -63,5 +77,11 @@ def test_bad_files(tmp_path: Path) -> None:
         load_cluster(bad)
     with pytest.raises(InvalidClusterError, match="cannot read"):
         load_cluster(tmp_path / "missing.json")
+    bad.write_text("[" * 100_000 + "]" * 100_000)  # deeper than the JSON parser goes
+    with pytest.raises(InvalidClusterError, match=r"bad.json: not usable JSON: nested too deeply"):
+        load_cluster(bad)
+    bad.write_bytes(b'{"brokers": [{"id": 1, "rack": "\xff"}]}')
+    with pytest.raises(InvalidClusterError, match=r"not valid JSON"):
+        load_cluster(bad)
     bad.write_text(json.dumps({"brokers": [{"id": 1}]}))
     assert len(load_cluster(bad)) == 1

@@ -37,12 +37,19 @@ from typing import Any
 
 from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
 from kafka_tiers.api.errors import InvalidClusterError
+from kafka_tiers.log.errors import InvalidTopicError
+from kafka_tiers.log.names import validate_topic
+from kafka_tiers.placement.validation import check_assignments
 
 
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidClusterError(f"{where}: expected an integer, got {json.dumps(value)}")
     return value
+
+
+#: the largest broker id (Kafka's broker ids are 32-bit signed integers)
+MAX_BROKER_ID = 2**31 - 1
 
 
 def is_host_port(text: str) -> bool:
@@ -138,6 +145,9 @@ def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
             raise InvalidClusterError(f"{where}.address: expected \"host:port\" (a port from 1 "
                                       f"to 65535) or null, got {json.dumps(address)}")
         broker_id = _int(b["id"], f"{where}.id")
+        if broker_id > MAX_BROKER_ID:
+            raise InvalidClusterError(f"{where}.id: {broker_id} is larger than the largest "
+                                      f"broker id, {MAX_BROKER_ID}")
         try:
             brokers.append(BrokerInfo(broker_id, rack, fenced, attrs))
         except InvalidClusterError as exc:
@@ -163,11 +173,20 @@ def cluster_file_from_dict(data: Any, source: str = "cluster") -> ClusterFile:
                 raise InvalidClusterError(f"{where}.partition: must be >= 0")
             if not isinstance(p["replicas"], list):
                 raise InvalidClusterError(f"{where}.replicas: expected a list of broker ids")
+            try:
+                validate_topic(p["topic"])
+            except InvalidTopicError as exc:
+                raise InvalidClusterError(f"{where}.topic: {exc}") from None
             reps = [_int(r, f"{where}.replicas") for r in p["replicas"]]
+            tp = TopicPartition(p["topic"], part)
             twice = sorted({r for r in reps if reps.count(r) > 1})
             if twice:
-                raise InvalidClusterError(f"{where}.replicas: broker {twice[0]} is listed twice")
-            tp = TopicPartition(p["topic"], part)
+                raise InvalidClusterError(f"{where}.replicas: broker {twice[0]} is listed twice "
+                                          f"in partition {part} of topic {tp.topic!r}")
+            try:
+                check_assignments({tp: reps}, [b.broker_id for b in brokers])
+            except InvalidClusterError as exc:
+                raise InvalidClusterError(f"{where}: {exc}") from None
             if tp in assignments:
                 raise InvalidClusterError(f"{where}: {tp} is listed twice")
             assignments[tp] = reps

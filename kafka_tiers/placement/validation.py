@@ -7,14 +7,16 @@ assignment.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kafka_tiers.api import (
     BrokerInfo,
     ClusterView,
+    InvalidClusterError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     PlacementSpec,
+    TopicPartition,
 )
 
 
@@ -26,6 +28,37 @@ def allowed_brokers(cluster: ClusterView, broker_ids: Sequence[int] | None) -> l
         return list(cluster.brokers)
     wanted = set(broker_ids)
     return [b for b in cluster.brokers if b.broker_id in wanted]
+
+
+def check_assignments(assignments: Mapping[TopicPartition, Sequence[int]],
+                      broker_ids: Sequence[int]) -> None:
+    """Refuse current assignments that no cluster can have: a partition without replicas, a
+    broker listed twice in one partition, or a broker that is not one of ``broker_ids`` (the
+    brokers a cluster description lists). A :class:`ClusterView` itself allows assignments
+    naming departed brokers (a live cluster has them); a cluster description given to
+    ``place`` must not, or its placement would balance against brokers that do not exist.
+
+    Raises:
+        InvalidClusterError: the first problem, naming the topic, the partition and the
+            broker.
+    """
+    known = set(broker_ids)
+    for tp, replicas in assignments.items():
+        reps = list(replicas)
+        where = f"partition {tp.partition} of topic {tp.topic!r}"
+        if not reps:
+            raise InvalidClusterError(f"{where} has no replicas")
+        seen: set[int] = set()
+        for broker in reps:
+            if broker in seen:
+                raise InvalidClusterError(
+                    f"{where} lists broker {broker} twice (replicas {reps}): each replica of a "
+                    "partition is on a different broker")
+            seen.add(broker)
+            if broker not in known:
+                raise InvalidClusterError(
+                    f"{where} names broker {broker}, which is not among the brokers "
+                    f"{sorted(known)} (replicas {reps}): add the broker or fix the replicas")
 
 
 def check_replication_factor(
@@ -152,4 +185,5 @@ def validate_placement(
     return out
 
 
-__all__ = ["allowed_brokers", "check_replication_factor", "validate_placement"]
+__all__ = ["allowed_brokers", "check_assignments", "check_replication_factor",
+           "validate_placement"]

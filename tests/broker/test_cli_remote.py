@@ -153,12 +153,12 @@ def test_format_1_manifest_with_sha256_is_read_and_verified(tier):
 def test_errors_are_one_line(tier, tmp_path):
     res = subprocess.run([sys.executable, "-m", "kafka_tiers", "remote", "describe",
                           *base(tier, "--segment", "nope")], capture_output=True, text=True)
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "no remote segment nope" in res.stderr
     res = subprocess.run([sys.executable, "-m", "kafka_tiers", "remote", "ls", "--storage",
                           "nope", "--set", f"dir={tmp_path}", "--topic", "t"],
                          capture_output=True, text=True)
-    assert res.returncode == 1 and res.stderr.startswith("error: ")
+    assert res.returncode == 2 and res.stderr.startswith("error: ")
     assert res.stderr.strip().count("\n") == 0
 
 

@@ -88,7 +88,7 @@ def test_cli_errors_are_one_line(tcp_cluster) -> None:
     proc = subprocess.run([sys.executable, "-m", "kafka_tiers", "topics", "describe", "nope",
                            "--bootstrap-server", boot], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip() == "error: unknown topic 'nope'"
 
 
@@ -109,7 +109,7 @@ def test_a_port_in_use_is_one_error_line_and_the_log_dirs_are_released(tmp_path:
         proc = subprocess.run(
             [sys.executable, "-m", "kafka_tiers", "broker", "start", "--config", str(props)],
             capture_output=True, text=True, cwd=ROOT, timeout=120)
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert lines == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"], (
             proc.stderr)
@@ -139,6 +139,6 @@ def test_an_unknown_placer_refuses_the_start(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "kafka_tiers", "broker", "start", "--config", str(props)],
         capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: unknown replica placer"), proc.stderr

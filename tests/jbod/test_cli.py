@@ -183,7 +183,7 @@ def test_bad_requests_are_one_line_errors(broker_dirs, tmp_path) -> None:
             {"topic": "orders", "partition": 0, "replicas": [1], "log_dirs": [where]}]}))
         proc = run("reassign", "--config", str(config), "--reassignment-json-file", str(f),
                    "--execute")
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     only_remote = tmp_path / "remote.json"
@@ -191,7 +191,7 @@ def test_bad_requests_are_one_line_errors(broker_dirs, tmp_path) -> None:
         {"topic": "orders", "partition": 0, "replicas": [2, 3]}]}))
     proc = run("reassign", "--config", str(config), "--reassignment-json-file",
                str(only_remote), "--execute")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "give --bootstrap-server to move replicas between brokers" in proc.stderr
     assert "error: nothing to do on broker 1" in proc.stderr
     assert not list(dirs[1].glob("orders-*"))
@@ -219,7 +219,7 @@ def test_admin_channel_refuses_bad_requests_and_times_out(broker_dirs, tmp_path)
             {"topic": "orders", "partition": 1, "replicas": [1], "log_dirs": [str(dirs[1])]}]}))
         proc = run("reassign", "--config", str(config), "--reassignment-json-file", str(f),
                    "--execute", "--timeout", "300ms")
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         assert "did not take request" in proc.stderr and len(proc.stderr.splitlines()) == 1
         admin = dirs[0] / ADMIN_DIR_NAME
         (admin / "reassign-bad-1.json").write_text(json.dumps({"version": 1, "partitions": [

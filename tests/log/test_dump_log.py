@@ -80,7 +80,7 @@ def test_damaged_log_is_reported_not_crashed_on(segment_dir: Path) -> None:
 def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["dump-log", str(tmp_path / "missing.log")])
-    assert exit_info.value.code == 1
+    assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.strip().count("\n") == 0 and "no such file" in err
     (tmp_path / "x.txt").write_text("hi")

@@ -30,7 +30,7 @@ def test_core_and_cli_work_without_pyspark() -> None:
                 "assert not [m for m in sys.modules if m.startswith(('pyspark', 'pyarrow'))]\n"
                 "from kafka_tiers.cli import main\n"
                 "main(['spark', 'audit', '--storage', 'local', '--config', 'pyproject.toml'])\n")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert "pip install 'kafka-tiers[spark]'" in done.stderr
     assert "Traceback" not in done.stderr
 
