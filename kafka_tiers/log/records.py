@@ -492,6 +492,71 @@ def build_end_txn_marker(kind: ControlRecordType, *, producer_id: int, producer_
                        producer_epoch=producer_epoch, transactional=True, control=True)
 
 
+# --- header fields outside the CRC --------------------------------------------------------
+# The CRC-32C covers bytes 21..end (attributes onward), so ``baseOffset``, ``batchLength``,
+# ``partitionLeaderEpoch`` and ``magic`` can be damaged without a CRC failure. ``magic`` is
+# checked by value and ``batchLength`` by the size checks and the CRC (a wrong length moves the
+# CRC's range); ``baseOffset`` can only be checked against the batches around it, with these
+# helpers (docs/log-format.md, "Fields outside the CRC").
+
+
+def offset_order_problem(floor: int, base_offset: int, last_offset: int,
+                         ceiling: int | None = None) -> str | None:
+    """Why a batch holding ``base_offset..last_offset`` cannot stand where it is, or None.
+
+    Args:
+        floor: the lowest offset the batch may hold: the previous batch's last offset + 1, or
+            the segment's base offset for its first batch.
+        ceiling: the offset the batch must stay below (the next segment's base offset), if any.
+
+    Integer comparisons only: cheap enough for every read.
+    """
+    if base_offset < floor:
+        if floor > 0:
+            return (f"baseOffset {base_offset} is not above the previous offset {floor - 1} "
+                    "(base offsets must strictly increase)")
+        return f"baseOffset {base_offset} is below the first allowed offset {floor}"
+    if last_offset < base_offset:
+        return f"lastOffset {last_offset} is below baseOffset {base_offset}"
+    if ceiling is not None and last_offset >= ceiling:
+        return (f"batch {base_offset}-{last_offset} reaches the next segment's base offset "
+                f"{ceiling}")
+    return None
+
+
+def earlier_batch_is_suspect(floor: int, prev_base: int, base_offset: int) -> bool:
+    """When a batch starting at ``base_offset`` overlaps the batch before it (which starts at
+    ``prev_base`` and had to start at or above ``floor``), which of the two has the damaged
+    ``baseOffset``? The earlier one when it starts past its floor (a gap) and the later one
+    would fit at that floor: a ``baseOffset`` raised by damage explains both facts. Otherwise
+    the later one (its ``baseOffset`` went down)."""
+    return prev_base > floor and base_offset >= floor
+
+
+def first_offset_violation(bounds: Sequence[tuple[int, int]], floor: int,
+                           ceiling: int | None = None) -> tuple[int, str] | None:
+    """The index of the first batch whose ``(base offset, last offset)`` breaks the offset
+    rules, and why; None when every batch keeps them. ``floor`` is the lowest offset the
+    first batch may hold (the segment's base offset), ``ceiling`` the offset every batch must
+    stay below. When two batches overlap, :func:`earlier_batch_is_suspect` says which one is
+    blamed; the valid prefix is ``bounds[:index]``."""
+    floors = []
+    for i, (base, last) in enumerate(bounds):
+        floors.append(floor)
+        problem = offset_order_problem(floor, base, last, ceiling)
+        if problem is not None:
+            if i > 0 and base < floor and earlier_batch_is_suspect(floors[i - 1],
+                                                                   bounds[i - 1][0], base):
+                prev_base, prev_last = bounds[i - 1]
+                return i - 1, (f"baseOffset {prev_base} (batch {prev_base}-{prev_last}) "
+                               f"overlaps the next batch, which starts at {base}, and starts past "
+                               f"{floors[i - 1]}, the first offset it could hold: damaged "
+                               "baseOffset")
+            return i, problem
+        floor = last + 1
+    return None
+
+
 def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: int) -> None:
     """Rewrite a batch's base offset in place (not covered by the CRC)."""
     _Q.pack_into(buffer, position, base_offset)
@@ -531,7 +596,10 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "build_end_txn_marker",
+    "earlier_batch_is_suspect",
+    "first_offset_violation",
     "iter_batches",
+    "offset_order_problem",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
