@@ -11,6 +11,7 @@ import click
 
 from kafka_tiers.cli.output import (
     FORMAT_OPTION,
+    Seconds,
     broker_ids_callback,
     console,
     emit_json,
@@ -124,7 +125,7 @@ def cluster() -> None:
               "set per broker).")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A broker config value for every broker (repeatable).")
-@click.option("--status-interval", type=float, default=2.0, show_default=True,
+@click.option("--status-interval", type=Seconds(maximum=3600), default=2.0, show_default=True,
               help="Seconds between status checks (the table is printed when it changes).")
 @click.option("--log-level", default="WARNING", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
@@ -157,7 +158,14 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     if metadata_store == "zookeeper" and not (zookeeper_connect or
                                                overrides.get("zookeeper.connect")):
         raise click.UsageError("--metadata-store zookeeper needs --zookeeper-connect")
-    for key in ("broker.id", "log.dirs", "port", "listeners", "broker.rack"):
+    from kafka_tiers.cli.config import print_config_warnings
+    from kafka_tiers.config import BrokerConfig
+
+    shared = BrokerConfig(overrides)  # the same errors and warnings as config show
+    shared.check_plugins()
+    print_config_warnings(shared.warnings)
+    for key in ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
+                "broker.rack"):
         overrides.pop(key, None)
     c = LocalCluster(directory, brokers, racks=racks.split(",") if racks else None,
                      overrides=overrides, transport="tcp", metadata_store=metadata_store,
@@ -265,7 +273,8 @@ def _print_partitions(topics: list[dict[str, Any]]) -> None:
               help="Report whether every partition has its new replicas (and log dirs).")
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="With --execute: wait until the controller finished.")
-@click.option("--timeout", type=float, default=300.0, show_default=True)
+@click.option("--timeout", type=Seconds(), default=300.0, show_default=True,
+              help="Seconds --execute --wait waits for the controller to finish.")
 @FORMAT_OPTION
 def reassign(bootstrap: str | None, directory: str | None, json_file: str, action: str | None,
              wait: bool, timeout: float, fmt: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -23,6 +24,37 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+class Seconds(click.ParamType):
+    """A click type for an interval or a timeout: a finite number of seconds above 0 and at
+    most ``maximum`` (0 would make a loop spin, a negative or NaN one never wait)."""
+
+    name = "seconds"
+
+    def __init__(self, maximum: float = 7 * 86400.0) -> None:
+        self.maximum = maximum
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"expected a number of seconds, got {value!r}", param, ctx)
+        check_seconds(seconds, self.maximum, param, ctx)
+        return seconds
+
+
+def check_seconds(seconds: float, maximum: float, param: click.Parameter | None = None,
+                  ctx: click.Context | None = None) -> None:
+    """Refuse an interval or timeout that is not finite, not above 0 or above ``maximum``.
+
+    Raises:
+        click.BadParameter: naming the value and the allowed range.
+    """
+    if not (math.isfinite(seconds) and 0 < seconds <= maximum):
+        raise click.BadParameter(f"expected seconds above 0 and at most {maximum:g}, got "
+                                 f"{seconds:g}", ctx=ctx, param=param)
 
 
 def broker_ids_callback(_ctx: click.Context | None, _param: click.Parameter | None,
@@ -76,4 +108,5 @@ def parse_kv(pairs: tuple[str, ...], what: str = "--config") -> dict[str, str]:
     return out
 
 
-__all__ = ["FORMAT_OPTION", "broker_ids_callback", "console", "emit_json", "parse_kv", "read_json"]
+__all__ = ["FORMAT_OPTION", "Seconds", "broker_ids_callback", "check_seconds", "console",
+           "emit_json", "parse_kv", "read_json"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kafka_tiers.cli.output import console, emit_json, read_json
+from kafka_tiers.cli.output import check_seconds, console, emit_json, read_json
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*")
 
@@ -23,9 +23,13 @@ def parse_duration(text: str) -> float:
     return float(m[1]) * scale
 
 
-def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None
               ) -> float | None:
-    return None if value is None else parse_duration(value)
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    check_seconds(seconds, 7 * 86400.0, param, ctx)
+    return seconds
 
 
 def split_local(assignments: list[Any], broker: int, dirs: list[str]

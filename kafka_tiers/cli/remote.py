@@ -45,11 +45,20 @@ def _segment_option(required: bool) -> Any:
 
 
 def _open(storage: str | None, config_file: str | None, overrides: tuple[str, ...]) -> Any:
+    """The storage plugin, opened read-only: every ``remote`` command only reads, so it
+    creates nothing (the ``local`` plugin is opened with ``dir.create=false``: a mistyped
+    ``dir`` is an error, not a new empty tier)."""
+    from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
     from kafka_tiers.remote.guarded import GuardedRemoteStorage
+    from kafka_tiers.remote.local import LocalObjectStore
     from kafka_tiers.remote.storage_config import storage_settings
 
     settings = storage_settings(storage, config_file, parse_kv(overrides, "--set"))
-    return GuardedRemoteStorage.load(settings.plugin, settings.config)
+    config = dict(settings.config)
+    store_class = getattr(resolve_class(STORAGE_GROUP, settings.plugin)[0], "store_class", None)
+    if isinstance(store_class, type) and issubclass(store_class, LocalObjectStore):
+        config.setdefault("dir.create", "false")
+    return GuardedRemoteStorage.load(settings.plugin, config)
 
 
 def _tp(topic: str, partition: int) -> Any:

@@ -7,7 +7,11 @@ builds the storage manager around it (:mod:`kafka_tiers.objectstore` holds the k
 commit protocol).
 
 Config keys (under ``rsm.config.`` in ``server.properties``):
-    ``dir`` (required): the root directory; created when missing.
+    ``dir`` (required): the root directory; created when missing unless ``dir.create`` is
+    false.
+    ``dir.create``: ``true`` (default) or ``false``; ``false`` refuses a missing ``dir``
+    (read-only tools such as ``kafka-tiers remote ls`` set it, so a mistyped path is an error
+    rather than a new, empty tier) and creates nothing until the first write.
     ``key.prefix``: prepended to every key (default empty).
 
 Durability: every object is written to a temporary file under ``<dir>/.kt-tmp``, flushed with
@@ -135,10 +139,13 @@ class LocalObjectStore(ObjectStore):
     """An :class:`ObjectStore` on a directory: key ``a/b/c`` is the file ``<root>/a/b/c``.
 
     Args:
-        root: the directory; created when missing.
+        root: the directory; created when missing (with ``create``).
+        create: create ``root`` (and the temporary-file directory under it) when missing;
+            False refuses a missing ``root`` and creates nothing until the first write.
 
     Raises:
-        ConfigError: ``root`` cannot be created or is not a directory.
+        ConfigError: ``root`` cannot be created, is not a directory, or (``create`` False)
+            does not exist.
     """
 
     max_delete_batch: ClassVar[int] = 1000
@@ -150,16 +157,28 @@ class LocalObjectStore(ObjectStore):
         """The store of the config key ``dir`` (required).
 
         Raises:
-            ConfigError: ``dir`` is missing, or cannot be created.
+            ConfigError: ``dir`` is missing, or cannot be created; ``dir.create`` is neither
+                true nor false, or false while ``dir`` does not exist.
         """
         root = (config.get("dir") or "").strip()
         if not root:
             raise ConfigError("dir is required: the directory that holds the remote tier",
                               key="dir", expected="a directory path")
-        return cls(root)
+        create = str(config.get("dir.create", "true")).strip().lower()
+        if create not in ("true", "false"):
+            raise ConfigError(f"dir.create must be true or false, got {create!r}",
+                              key="dir.create", value=create, expected="true or false")
+        return cls(root, create=create == "true")
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
         path = Path(root)
+        if not create:
+            if not path.is_dir():
+                what = "not a directory" if path.exists() else "no such directory"
+                raise ConfigError(f"dir {path}: {what} (nothing was created; check the path)",
+                                  key="dir", value=str(root))
+            self.root = path.resolve()
+            return
         try:
             path.mkdir(parents=True, exist_ok=True)
             (path / TMP_DIR).mkdir(exist_ok=True)
@@ -189,6 +208,7 @@ class LocalObjectStore(ObjectStore):
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
         target = self.path_of(key)
         tmp = self.root / TMP_DIR / f"{uuid.uuid4().hex}.tmp"
+        tmp.parent.mkdir(exist_ok=True)  # opened with create=False: made at the first write
         try:
             with open(tmp, "wb", buffering=0) as out:
                 written = _copy_into(data, out)
@@ -304,7 +324,9 @@ class LocalObjectStore(ObjectStore):
         looks at all of them: one older than the collection's age belongs to no write in
         progress."""
         cutoff = older_than_ms / 1000
-        removed = []
+        removed: builtins.list[str] = []
+        if not (self.root / TMP_DIR).is_dir():  # opened with create=False, nothing written
+            return removed
         for entry in (self.root / TMP_DIR).iterdir():
             try:
                 if entry.stat().st_mtime <= cutoff:
