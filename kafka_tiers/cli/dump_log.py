@@ -1,5 +1,10 @@
 """``kafka-tiers dump-log``: print the content of ``.log``, ``.index`` and ``.timeindex`` files,
-like Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``)."""
+like Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``).
+
+Every batch of a ``.log`` is checked before it is shown: magic and CRC, and the offset rules
+for the header fields the CRC does not cover (base offsets strictly increase from the file's
+base offset, each batch ends before the next starts). A batch failing either is shown with
+``isvalid: false`` and the reason, and its records are never printed."""
 
 from __future__ import annotations
 
@@ -61,10 +66,19 @@ def _scan(buf: Any) -> Iterator[tuple[int, Any, str | None]]:
         pos += batch.size
 
 
-def _batch_dict(batch: Any, position: int, print_data: bool) -> dict[str, Any]:
+def _batch_dict(batch: Any, position: int, print_data: bool,
+                offset_problem: str | None = None) -> dict[str, Any]:
+    """One batch as Kafka's dump shows it; ``isValid`` is false when the magic, the CRC or
+    the offset rules (``offset_problem``) fail, and ``problem`` / ``offsetProblem`` say why.
+    Records of an invalid batch are never printed."""
     from kafka_tiers.log.errors import CorruptRecordError
 
-    valid = batch.magic == 2 and batch.crc == batch.compute_crc()
+    problem = None
+    try:
+        batch.validate()
+    except CorruptRecordError as exc:
+        problem = str(exc)
+    valid = problem is None and offset_problem is None
     ts_name = "LogAppendTime" if batch.timestamp_type else "CreateTime"
     out: dict[str, Any] = {
         "baseOffset": batch.base_offset, "lastOffset": batch.last_offset,
@@ -79,6 +93,10 @@ def _batch_dict(batch: Any, position: int, print_data: bool) -> dict[str, Any]:
         else f"unknown({batch.attributes & 7})",
         "crc": batch.crc, "isValid": valid,
     }
+    if problem is not None:
+        out["problem"] = problem
+    if offset_problem is not None:
+        out["offsetProblem"] = offset_problem
     if print_data and valid:
         try:
             recs = []
@@ -96,17 +114,41 @@ def _batch_dict(batch: Any, position: int, print_data: bool) -> dict[str, Any]:
     return out
 
 
+def _offset_problems(bounds: list[tuple[int, int]], floor: int) -> dict[int, str]:
+    """Index -> why, for every batch breaking the offset rules (the fields outside the CRC);
+    after a bad batch the next ones are checked as if it were absent."""
+    from kafka_tiers.log.records import first_offset_violation
+
+    out: dict[int, str] = {}
+    i = 0
+    while i < len(bounds):
+        found = first_offset_violation(bounds[i:], floor)
+        if found is None:
+            break
+        k = i + found[0]
+        out[k] = found[1]
+        if k > i:
+            floor = bounds[k - 1][1] + 1
+        i = k + 1
+    return out
+
+
 def _dump_log(path: Path, print_data: bool) -> dict[str, Any]:
     buf = _open_map(path)
     batches = []
     problem = None
     problem_at = None
     try:
+        found = []
         for pos, batch, err in _scan(buf):
             if batch is None:
                 problem, problem_at = err, pos
                 break
-            batches.append(_batch_dict(batch, pos, print_data))
+            found.append((pos, batch))
+        bad = _offset_problems([(b.base_offset, b.last_offset) for _, b in found],
+                               _base_offset(path))
+        for i, (pos, batch) in enumerate(found):
+            batches.append(_batch_dict(batch, pos, print_data, bad.get(i)))
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
@@ -216,6 +258,10 @@ def _print_text(result: dict[str, Any], echo: Callable[[str], None]) -> None:
                 echo(f"| offset: {r['offset']} {b['timestampType']}: {r['timestamp']} "
                      f"keySize: {r['keySize']} valueSize: {r['valueSize']} headerKeys: "
                      f"[{', '.join(r['headerKeys'])}] key: {r['key']} payload: {r['payload']}")
+            if "problem" in b:
+                echo(f"| invalid batch: {b['problem']}")
+            if "offsetProblem" in b:
+                echo(f"| invalid offsets: {b['offsetProblem']}")
             if "recordsError" in b:
                 echo(f"| invalid records: {b['recordsError']}")
         if "problem" in result:

@@ -20,6 +20,7 @@ import bisect
 import logging
 import os
 import shutil
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -596,13 +597,19 @@ class Log:
             if header.last_offset >= upper:
                 return b"", offset
             start = header.position
-            want = min(max_bytes, seg.size - start)
+            size = seg.size
+            want = min(max_bytes, size - start)
             if min_one and header.size > want:
                 want = header.size
-            buf = seg.pread_into(want, start)
+            # 8 bytes more: the next batch's baseOffset, to check the last batch served
+            buf = seg.pread_into(min(want + 8, size - start), start)
             pos = 0
             next_offset = offset
-            end = len(buf)
+            end = min(len(buf), want)
+            # the offset rules (docs/log-format.md): integer comparisons on parsed headers
+            floor = seg.base_offset
+            ceiling = (self._segments.bases[idx + 1] if idx + 1 < len(self._segments)
+                       else None)
             while end - pos >= HEADER_SIZE:
                 try:
                     batch = RecordBatch(buf, pos)
@@ -610,14 +617,22 @@ class Log:
                     if pos + LOG_OVERHEAD <= end and pos + _batch_size(buf, pos) > end:
                         break  # the next batch does not fit in max_bytes
                     raise _CorruptRead(seg) from None
-                if batch.last_offset >= upper:
+                if pos + batch.size > end:
+                    break  # the next batch does not fit in max_bytes
+                last = batch.last_offset
+                if (batch.base_offset < floor or last < batch.base_offset
+                        or (ceiling is not None and last >= ceiling)):
+                    raise _CorruptRead(seg)
+                if last >= upper:
                     break
                 if not batch.is_valid():
                     raise _CorruptRead(seg)
                 pos += batch.size
-                next_offset = batch.next_offset
+                floor = next_offset = last + 1
             if pos == 0:
                 return b"", offset
+            if len(buf) - pos >= 8 and _BASE.unpack_from(buf, pos)[0] < floor:
+                raise _CorruptRead(seg)  # the next batch contradicts the last one served
             del buf[pos:]  # shrinks in place, no copy
             return buf, next_offset
         return b"", offset
@@ -907,6 +922,9 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.dir}, start={self._log_start_offset}, end={self._log_end_offset}, "
                 f"segments={len(self._segments)})")
+
+
+_BASE = struct.Struct(">q")
 
 
 def _batch_size(buf: bytes, pos: int) -> int:

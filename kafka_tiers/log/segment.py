@@ -36,7 +36,14 @@ from kafka_tiers.log.names import (
     TXN_INDEX_SUFFIX,
     segment_file_name,
 )
-from kafka_tiers.log.records import HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch
+from kafka_tiers.log.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    RecordBatch,
+    earlier_batch_is_suspect,
+    offset_order_problem,
+)
 from kafka_tiers.log.txnindex import TransactionIndex
 
 _PEEK = struct.Struct(">qiibIhi")  # baseOffset, length, epoch, magic, crc, attrs, lastDelta
@@ -61,6 +68,8 @@ class BatchHeader(NamedTuple):
     base_offset: int
     last_offset: int
     size: int
+    #: the batch's partitionLeaderEpoch (outside the CRC: checked by the epoch rules)
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -252,13 +261,19 @@ class LogSegment:
     def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Batch headers from ``start`` to ``end`` (default: file end), reading in chunks.
 
+        Each header is checked against the offset rules (base offsets strictly increase from
+        the segment's base offset, each batch ends before the next starts): integer
+        comparisons on fields already parsed.
+
         Raises:
-            CorruptRecordError: a size that is impossible or runs past the end.
+            CorruptRecordError: a size that is impossible or runs past the end, or a base
+                offset breaking the offset rules.
         """
         stop = self.size if end is None else end
         pos = start
         buf = b""
         buf_start = 0
+        floor = self.base_offset
         while pos < stop:
             if stop - pos < LOG_OVERHEAD:
                 raise CorruptRecordError(f"{stop - pos} trailing bytes are not a batch",
@@ -270,13 +285,18 @@ class LogSegment:
             if len(buf) - rel < _PEEK_SIZE:
                 raise CorruptRecordError("the log ends inside a batch header",
                                          path=str(self.log_path), position=pos)
-            base, length, _epoch, magic, _crc, _attrs, last_delta = _PEEK.unpack_from(buf, rel)
+            base, length, epoch, magic, _crc, _attrs, last_delta = _PEEK.unpack_from(buf, rel)
             size = length + LOG_OVERHEAD
             if size < HEADER_SIZE or pos + size > stop or magic != MAGIC:
                 raise CorruptRecordError(
                     f"batch at {pos} has size {size} / magic {magic} (file size {stop})",
                     path=str(self.log_path), position=pos)
-            yield BatchHeader(pos, base, base + last_delta, size)
+            if base < floor or last_delta < 0:
+                raise CorruptRecordError(
+                    f"batch at {pos}: {offset_order_problem(floor, base, base + last_delta)}",
+                    path=str(self.log_path), position=pos)
+            floor = base + last_delta + 1
+            yield BatchHeader(pos, base, floor - 1, size, epoch)
             pos += size
 
     def iter_batches(self, start: int = 0, end: int | None = None) -> Iterator[RecordBatch]:
@@ -512,8 +532,8 @@ class LogSegment:
         """Check the indexes against the log without reading the whole log (KIP-263's check):
         the files exist, index sizes are whole entries, entries increase, the last offset index
         entry points at a batch boundary holding that offset, and the time index stays inside
-        the segment. ``deep_tail`` also validates (CRC) every batch after the last index entry
-        and that the log ends on a batch boundary (used for active segments).
+        the segment. ``deep_tail`` also validates (CRC and offset rules) every batch after the
+        last index entry and that the log ends on a batch boundary (used for active segments).
 
         Raises:
             CorruptIndexError: an index is missing or inconsistent.
@@ -555,9 +575,13 @@ class LogSegment:
         if deep_tail:
             start = last.position if self.offset_index.entries else 0
             nxt = None
+            floor = self.base_offset
             for batch in self.iter_batches(start):
                 batch.validate(str(self.log_path))
-                nxt = batch.next_offset
+                bad = offset_order_problem(floor, batch.base_offset, batch.last_offset)
+                if bad is not None:
+                    raise CorruptRecordError(bad, path=str(self.log_path))
+                floor = nxt = batch.next_offset
             if nxt is not None:
                 self._next_offset = nxt
             elif start == 0:
@@ -566,8 +590,13 @@ class LogSegment:
 
     def recover(self, *, on_batch: Callable[[RecordBatch], None] | None = None,
                 max_offset: int | None = None) -> RecoveryResult:
-        """Rebuild the indexes from the log, validating every batch (size, magic, CRC,
-        increasing offsets within this segment); cut the log at the first invalid byte.
+        """Rebuild the indexes from the log, validating every batch (size, magic, CRC, and
+        the offset rules for the fields outside the CRC: base offsets strictly increase, each
+        batch ends before the next one starts, the first starts at or after the segment's
+        base offset, every one ends below ``max_offset``); cut the log at the first invalid
+        batch. When two batches overlap, the cut goes at the one whose ``baseOffset`` is
+        damaged (:func:`~kafka_tiers.log.records.earlier_batch_is_suspect`), so a batch with
+        a raised ``baseOffset`` is never kept.
 
         ``on_batch`` sees every valid batch in order (leader epochs, producer state);
         ``max_offset`` bounds the offsets the segment may hold (the next segment's base).
@@ -586,29 +615,59 @@ class LogSegment:
         count = 0
         expected_min = self.base_offset
         self._size = None
+        path = str(self.log_path)
+        # A batch is kept only once the batch after it (or the segment's end) confirms its
+        # baseOffset, which the CRC does not cover: when two batches overlap, the damaged one
+        # may be the earlier (records.earlier_batch_is_suspect), and the cut goes there.
+        pending: RecordBatch | None = None
+
+        def keep(batch: RecordBatch) -> None:
+            nonlocal valid, last_index_pos, max_ts, expected_min, count
+            if batch.max_timestamp > max_ts.timestamp:
+                max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
+            if valid - last_index_pos > self.index_interval_bytes:
+                self.offset_index.append(batch.last_offset, valid)
+                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                last_index_pos = valid
+            if on_batch is not None:
+                on_batch(batch)
+            valid += batch.size
+            expected_min = batch.next_offset
+            count += 1
+
         try:
-            for batch in self.iter_batches(0):
-                batch.validate(str(self.log_path))
-                if batch.base_offset < expected_min:
-                    raise CorruptRecordError(
-                        f"batch at {valid} starts at offset {batch.base_offset}, below "
-                        f"{expected_min}", path=str(self.log_path), position=valid)
-                if not self.can_convert_to_relative(batch.last_offset) or (
-                        max_offset is not None and batch.last_offset >= max_offset):
-                    raise CorruptRecordError(
-                        f"batch at {valid} holds offsets up to {batch.last_offset}, outside "
-                        "this segment", path=str(self.log_path), position=valid)
-                if batch.max_timestamp > max_ts.timestamp:
-                    max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
-                if valid - last_index_pos > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                    last_index_pos = valid
-                if on_batch is not None:
-                    on_batch(batch)
-                valid += batch.size
-                expected_min = batch.next_offset
-                count += 1
+            try:
+                for batch in self.iter_batches(0):
+                    position = valid + (pending.size if pending is not None else 0)
+                    batch.validate(path)
+                    bad = offset_order_problem(expected_min if pending is None
+                                               else pending.next_offset,
+                                               batch.base_offset, batch.last_offset, max_offset)
+                    if bad is None and not self.can_convert_to_relative(batch.last_offset):
+                        bad = f"offset {batch.last_offset} is outside this segment"
+                    if bad is not None:
+                        if (pending is not None and batch.base_offset <= pending.last_offset
+                                and earlier_batch_is_suspect(expected_min, pending.base_offset,
+                                                             batch.base_offset)):
+                            error = CorruptRecordError(
+                                f"batch at {valid} ({pending.base_offset}-"
+                                f"{pending.last_offset}) overlaps the next one, which starts "
+                                f"at {batch.base_offset}, and starts past {expected_min}, the "
+                                "first offset it could hold: damaged baseOffset",
+                                path=path, position=valid)
+                            pending = None  # the cut goes before it
+                            raise error
+                        if pending is not None:
+                            keep(pending)
+                            pending = None
+                        raise CorruptRecordError(f"batch at {position}: {bad}", path=path,
+                                                 position=position)
+                    if pending is not None:
+                        keep(pending)
+                    pending = batch
+            finally:  # a batch not contradicted by what follows it (or by nothing) is kept
+                if pending is not None:
+                    keep(pending)
         except CorruptRecordError as exc:
             problem = str(exc)
         size = self.size
