@@ -3,13 +3,29 @@
 Keys are declared as :class:`ConfigKey` entries grouped in sections; each subsystem owns the
 section with its keys, and :data:`SECTIONS` lists them. A bad value raises one
 :class:`~kafka_tiers.api.ConfigError` naming the key, the value (never a secret's) and what was
-expected. Aliases (a design document's name beside Kafka's shipped name) are accepted; giving
-both with different values is an error. Unknown keys are kept (plugins read prefixed keys such
-as ``placer.*`` and ``rsm.config.*``) but never validated.
+expected. Aliases (Kafka's name beside ours, such as ``node.id`` for ``broker.id``, or a
+design document's name beside Kafka's shipped name) are accepted; giving both with different
+values is an error.
+
+Nothing is accepted silently (:attr:`BrokerConfig.warnings`, shown by ``config show``,
+``broker start`` and ``cluster start``):
+
+- a key given twice in a file is an error (:func:`read_properties`);
+- contradictions are errors: a key and its alias with different values, ``log.dir`` beside
+  ``log.dirs``, the same directory twice in ``log.dirs``;
+- keys under a plugin prefix (:data:`PLUGIN_KEY_PREFIXES`: ``placer.*``, ``rsm.config.*``,
+  ``rlmm.config.*``, ``remote.log.metadata.*``) are the plugins' and are kept as given;
+- a Kafka broker key kafka-tiers does not implement
+  (:mod:`kafka_tiers.kafka_broker_keys`) is reported as ignored, by name;
+- any other key is unknown: a warning naming the closest known key ("did you mean ...").
+
+Plugin names (``broker.replica.placer``, ``remote.storage.manager.class``) are checked against
+the installed plugins by :meth:`BrokerConfig.check_plugins`.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import re
@@ -153,7 +169,7 @@ def _placer_name(value: str) -> str | None:
 
 
 CORE_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("broker.id", Int(min=0), 0, "This broker's id."),
+    ConfigKey("broker.id", Int(min=0), 0, "This broker's id.", aliases=("node.id",)),
     ConfigKey("broker.rack", String(), None,
               "This broker's rack: a name, or a path such as /dc1/rack2 for multi-level racks."),
     ConfigKey("broker.replica.placer", String(), "rack-aware",
@@ -171,6 +187,18 @@ SECTIONS: tuple[str, ...] = ("kafka_tiers.config:CORE_KEYS", "kafka_tiers.log.co
                              "kafka_tiers.limits:LIMIT_KEYS")
 
 
+#: Prefixes of the keys plugins read (the prefix stripped): never unknown, never validated here.
+PLUGIN_KEY_PREFIXES: tuple[str, ...] = ("placer.", "rsm.config.", "rlmm.config.",
+                                        "remote.log.metadata.")
+
+#: Keys none of whose aliases may be given beside them, even with the same value (Kafka
+#: reads ``log.dirs`` and ignores ``log.dir`` when both are set: giving both is a mistake).
+ONE_NAME_ONLY: frozenset[str] = frozenset({"log.dirs"})
+
+#: List keys naming directories: each directory once (compared normalised).
+DISTINCT_DIRS: frozenset[str] = frozenset({"log.dirs"})
+
+
 def all_keys() -> dict[str, ConfigKey]:
     """Every declared key by canonical name."""
     keys: dict[str, ConfigKey] = {}
@@ -183,15 +211,46 @@ def all_keys() -> dict[str, ConfigKey]:
     return keys
 
 
+class _Once(dict):  # type: ignore[type-arg]
+    """A properties parser's key table that remembers keys set twice."""
+
+    def __init__(self, props: Any) -> None:
+        super().__init__()
+        self.props = props
+        self.lines: dict[str, int] = {}
+        self.twice: list[tuple[str, int, int]] = []
+        self.line = 0
+        parse_key = props._parse_key
+
+        def parse_key_at_line(*args: Any, **kwargs: Any) -> Any:
+            self.line = int(getattr(props, "_line_number", 0))  # where the entry starts
+            return parse_key(*args, **kwargs)
+
+        props._parse_key = parse_key_at_line
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        line = self.line
+        if key in self:
+            self.twice.append((key, self.lines[key], line))
+        else:
+            self.lines[key] = line
+        super().__setitem__(key, value)
+
+
 def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a Java ``.properties`` file (comments, continuations, escapes as Java reads them).
 
+    Unlike Java, a key given twice is refused: which value was meant cannot be known.
+
     Raises:
-        ConfigError: the file cannot be read or parsed.
+        ConfigError: the file cannot be read or parsed, or gives a key twice (the message
+            names the key and both lines).
     """
     from jproperties import Properties
 
     props = Properties()
+    seen = _Once(props)
+    props._properties = seen
     try:
         with open(path, "rb") as fh:
             props.load(fh, "utf-8")
@@ -199,6 +258,10 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except Exception as exc:  # jproperties raises its own parse errors
         raise ConfigError(f"cannot parse config file {path}: {exc}") from None
+    if seen.twice:
+        key, first, again = seen.twice[0]
+        raise ConfigError(f"{path}: key {key} is given twice (lines {first} and {again}); "
+                          f"keep one", key=key)
     return {str(k): str(v.data) for k, v in props.items()}
 
 
@@ -232,6 +295,10 @@ class BrokerConfig(Mapping[str, Any]):
                 names = " and ".join(n for n, _ in given)
                 raise ConfigError(f"{names} are the same setting and disagree; give one",
                                   key=key.name)
+            if len(given) > 1 and key.name in ONE_NAME_ONLY:
+                names = " and ".join(n for n, _ in given)
+                raise ConfigError(f"{names} are both given; Kafka reads {key.name} and ignores "
+                                  f"the other: give only {key.name}", key=key.name)
             if not given:
                 if key.required:
                     raise ConfigError(f"{key.name} is required", key=key.name)
@@ -250,10 +317,46 @@ class BrokerConfig(Mapping[str, Any]):
                     f"invalid value {shown} for {name}: expected {problem}",
                     key=name, value=None if key.secret else text, expected=problem,
                 )
+            if key.name in DISTINCT_DIRS:
+                _check_distinct_dirs(name, value)
             resolved[key.name] = Secret(text.strip()) if key.secret else value
         self._values = resolved
         self._originals = originals
         self._keys = keys
+        self._warnings = _warnings(raw, keys)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What this config accepts without using, one line each: unknown keys with the
+        closest known key, then the Kafka broker keys kafka-tiers ignores."""
+        return list(self._warnings)
+
+    def check_plugins(self) -> None:
+        """Check that the plugins named by entry-point name (``broker.replica.placer``,
+        ``remote.storage.manager.class`` when ``remote.log.storage.enable``) are installed;
+        import paths (``pkg.module:Class``) are checked when loaded.
+
+        Raises:
+            ConfigError: a name no installed plugin has; the message names the installed ones.
+        """
+        from kafka_tiers.plugins.loader import PLACER_GROUP, STORAGE_GROUP, installed_names
+
+        wanted = [("broker.replica.placer", PLACER_GROUP, "replica placer")]
+        if self._values.get("remote.log.storage.enable"):
+            wanted.append(("remote.storage.manager.class", STORAGE_GROUP,
+                           "remote storage manager"))
+        for key, group, kind in wanted:
+            name = str(self._values.get(key) or "")
+            if not name or ":" in name:
+                continue
+            installed = installed_names(group)
+            if name not in installed:
+                close = difflib.get_close_matches(name, installed, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise ConfigError(
+                    f"unknown {kind} {name!r} for {key}; {hint}installed: "
+                    f"{', '.join(installed) or 'none'} (or give pkg.module:Class)",
+                    key=key, value=name, expected="an installed " + kind)
 
     def __repr__(self) -> str:
         given = ", ".join(f"{name}={shown}" for name, shown, default in self.describe()
@@ -309,6 +412,40 @@ class BrokerConfig(Mapping[str, Any]):
             yield name, shown, is_default
 
 
+def _check_distinct_dirs(name: str, dirs: list[Any]) -> None:
+    seen: dict[str, str] = {}
+    for d in dirs:
+        norm = os.path.normpath(str(d))
+        if norm in seen:
+            same = repr(d) if seen[norm] == str(d) else f"{seen[norm]!r} and {str(d)!r}"
+            raise ConfigError(f"{name} names the directory {same} twice; give each "
+                              f"directory once", key=name, value=",".join(map(str, dirs)),
+                              expected="distinct directories")
+        seen[norm] = str(d)
+
+
+def _warnings(raw: Mapping[str, Any], keys: Mapping[str, ConfigKey]) -> list[str]:
+    """Unknown keys (with the closest known key), then the ignored Kafka keys."""
+    from kafka_tiers.kafka_broker_keys import is_kafka_broker_key
+
+    known = set(keys) | {a for k in keys.values() for a in k.aliases}
+    unknown: list[str] = []
+    ignored: list[str] = []
+    for name in sorted(raw):
+        if name in known or name.startswith(PLUGIN_KEY_PREFIXES):
+            continue
+        (ignored if is_kafka_broker_key(name) else unknown).append(name)
+    out = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(f"unknown key {name}{hint}: it is ignored")
+    if ignored:
+        out.append("Kafka broker keys kafka-tiers does not implement, ignored: "
+                   + ", ".join(ignored))
+    return out
+
+
 def _text(value: str | Secret) -> str:
     return value.reveal() if isinstance(value, Secret) else value
 
@@ -327,6 +464,9 @@ def _show(value: Any) -> str:
 
 __all__ = [
     "CORE_KEYS",
+    "DISTINCT_DIRS",
+    "ONE_NAME_ONLY",
+    "PLUGIN_KEY_PREFIXES",
     "SECTIONS",
     "Bool",
     "BrokerConfig",

@@ -42,10 +42,13 @@ def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
     import threading
 
     from kafka_tiers.broker import Broker
+    from kafka_tiers.cli.config import print_config_warnings
     from kafka_tiers.config import BrokerConfig
 
     setup_logging(log_level)
     cfg = BrokerConfig.from_file(config_path, parse_kv(overrides, "--override"))
+    print_config_warnings(cfg.warnings)
+    cfg.check_plugins()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

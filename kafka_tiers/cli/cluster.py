@@ -162,8 +162,8 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     from kafka_tiers.config import BrokerConfig
 
     shared = BrokerConfig(overrides)  # the same errors and warnings as config show
-    shared.check_plugins()
     print_config_warnings(shared.warnings)
+    shared.check_plugins()
     for key in ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
                 "broker.rack"):
         overrides.pop(key, None)
