@@ -543,6 +543,8 @@ class Broker:
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"partitions must be an integer >= 1, got {partitions!r}",
                               key="partitions")
+        self.topic_configs.check_new_partitions(name, partitions,
+                                                broker_holds=len(self._partitions))
         info = self.topic_configs.info(name, partitions, config)
         with self._lock:
             if name in self._topics:
