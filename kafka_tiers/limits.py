@@ -6,7 +6,9 @@ Every count a request carries (partitions to create, a replication factor, topic
 partitions listed) is checked against its key here; a refused request raises
 :class:`LimitExceededError`, which carries the Kafka error code the transport answers with
 (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
-``INVALID_REQUEST``), so a refusal is never ``UNKNOWN``. The record batch size
+``INVALID_REQUEST``), so a refusal is never ``UNKNOWN``. A fetch is clamped rather than
+refused, as Kafka does: ``fetch.max.bytes`` per response, ``request.timeout.ms`` of waiting.
+The record batch size
 (``message.max.bytes``) is the log's key and is checked at append; the frame size
 (``socket.request.max.bytes``) is checked by the transport on the length prefix, before the
 body is read. docs/operations.md lists every bound.
@@ -26,6 +28,7 @@ from kafka_tiers.config import ConfigKey, Int
 
 #: Kafka's defaults where Kafka has the key.
 SOCKET_REQUEST_MAX_BYTES = 104857600
+FETCH_MAX_BYTES = 57671680
 MAX_TOPIC_PARTITIONS = 100000
 MAX_REQUEST_PARTITIONS = 100000
 MAX_REQUEST_TOPICS = 10000
@@ -36,6 +39,9 @@ LIMIT_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("socket.request.max.bytes", Int(min=1024), SOCKET_REQUEST_MAX_BYTES,
               "The largest request frame the broker reads; a larger one is answered "
               "INVALID_REQUEST without being kept in memory."),
+    ConfigKey("fetch.max.bytes", Int(min=1024), FETCH_MAX_BYTES,
+              "The most record bytes one fetch response carries (the first batch found is "
+              "sent whole even when larger, so a consumer always progresses)."),
     ConfigKey("max.topic.partitions", Int(min=1), MAX_TOPIC_PARTITIONS,
               "Partitions one topic may have (CreateTopics, CreatePartitions, placement)."),
     ConfigKey("max.request.partitions", Int(min=1), MAX_REQUEST_PARTITIONS,

@@ -48,6 +48,7 @@ from kafka_tiers.cluster.transport import (
     ErrorCode,
     TransportError,
 )
+from kafka_tiers.limits import check_request_entries
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
@@ -322,6 +323,9 @@ class ReplicaManager:
         self.lag_ms = int(config["replica.lag.time.max.ms"])
         self.fetch_wait_ms = int(config["replica.fetch.wait.max.ms"])
         self.fetch_max_bytes = int(config["replica.fetch.max.bytes"])
+        #: the limits a fetch request is held to (kafka_tiers.limits)
+        self.limits = config
+        self.fetch_response_max_bytes = int(config.get("fetch.max.bytes", 57671680))
         self.min_isr = int(config["min.insync.replicas"])
         self.request_timeout = int(config["request.timeout.ms"]) / 1000.0
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -564,11 +568,14 @@ class ReplicaManager:
         """Serve a fetch: a follower's (``replica_id`` >= 0: reads up to the log end and
         reports the follower's position) or a consumer's (-1: up to the high watermark)."""
         replica_id = int(body.get("replica_id", -1))
-        max_bytes = int(body.get("max_bytes", 1 << 20))
-        max_wait = int(body.get("max_wait_ms", 0)) / 1000.0
+        # bounded: bytes per partition and per response by fetch.max.bytes, the wait by
+        # request.timeout.ms, the partitions by max.request.partitions
+        max_bytes = min(int(body.get("max_bytes", 1 << 20)), self.fetch_response_max_bytes)
+        max_wait = min(int(body.get("max_wait_ms", 0)) / 1000.0, self.request_timeout)
+        parts = check_request_entries(self.limits, body["partitions"], "partitions to fetch")
         deadline = self._now() + max_wait
         while True:
-            entries, payload = self._fetch_once(replica_id, body["partitions"], max_bytes)
+            entries, payload = self._fetch_once(replica_id, parts, max_bytes)
             if payload or max_wait <= 0 or self._now() >= deadline or self._stopped.is_set():
                 return {"partitions": entries}, payload
             if any(e["error"] != ErrorCode.NONE for e in entries):
@@ -580,7 +587,13 @@ class ReplicaManager:
                     ) -> tuple[list[dict[str, Any]], bytes]:
         entries: list[dict[str, Any]] = []
         chunks: list[bytes] = []
+        budget = self.fetch_response_max_bytes  # of the whole response (fetch.max.bytes)
+        counted = 0
         for e in parts:
+            while counted < len(chunks):  # the first data may pass it by a batch (Kafka's rule)
+                budget -= len(chunks[counted])
+                counted += 1
+                max_bytes = min(max_bytes, budget)
             tp = TopicPartition(e["topic"], int(e["partition"]))
             offset = int(e["offset"])
             out: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition,
@@ -610,7 +623,10 @@ class ReplicaManager:
                     if offset < lg.local_log_start_offset:  # the follower starts locally
                         out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                         continue
-                elif offset < lg.local_log_start_offset and self.remote_reader is not None:
+                if max_bytes <= 0:  # fetch.max.bytes spent: no data for the rest
+                    continue
+                if (replica_id < 0 and offset < lg.local_log_start_offset
+                        and self.remote_reader is not None):
                     remote = self.remote_reader(tp, offset, max_bytes)
                     if remote is not None:
                         out.update(size=len(remote), tier="remote")

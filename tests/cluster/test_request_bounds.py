@@ -247,3 +247,25 @@ def test_standalone_broker_bounds_topic_creation(tmp_path: Path) -> None:
         assert sorted(broker.topics()) == ["four", "two"]
     finally:
         broker.shutdown()
+
+
+def test_a_fetch_response_is_bounded_by_fetch_max_bytes(make_cluster: Make) -> None:
+    c = make_cluster(overrides={"fetch.max.bytes": "4096"})
+    cl = c.client()
+    cl.create_topic("f", 3, 1)
+    for p in range(3):
+        for _ in range(4):
+            cl.produce("f", p, [b"v" * 1500], timeout=5)
+    md = cl.metadata(["f"])["topics"][0]["partitions"]
+    leader = {p["partition"]: p["leader"] for p in md}
+    assert len(set(leader.values())) >= 1
+    b = leader[0]
+    parts = [{"topic": "f", "partition": p, "offset": 0} for p in range(3) if leader[p] == b]
+    parts = parts * 20  # the same partitions again and again: still one bounded response
+    resp = cl.transport.send_raw(cl.broker_address(b), ApiKey.FETCH, {
+        "replica_id": -1, "max_bytes": 1 << 40, "max_wait_ms": 0, "partitions": parts})
+    assert resp.error == ErrorCode.NONE
+    one_batch = resp.body["partitions"][0]["size"]
+    assert 0 < one_batch <= 4096
+    assert len(resp.payload) <= 4096 + 1600  # the budget, passed by at most one batch
+    assert sum(e["size"] for e in resp.body["partitions"]) == len(resp.payload)
