@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.limits import MAX_REQUEST_PARTITIONS, SOCKET_REQUEST_MAX_BYTES
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.errors import LogDirError
 from kafka_tiers.log.names import validate_topic
@@ -63,6 +64,10 @@ STATUS_PREFIX = "status-"
 FORMAT_VERSION = 1
 #: states of a replica in a status file besides the mover's: waiting for the replica to exist
 PENDING = "pending"
+#: the largest request file the broker reads, and the most moves in one (the defaults of
+#: socket.request.max.bytes and max.request.partitions: docs/operations.md)
+MAX_REQUEST_BYTES = SOCKET_REQUEST_MAX_BYTES
+MAX_REQUEST_MOVES = MAX_REQUEST_PARTITIONS
 
 
 class ReassignmentError(ValueError):
@@ -230,6 +235,9 @@ def request_moves(doc: Any) -> dict[TopicPartition, str]:
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("partitions"), list):
         raise ReassignmentError("malformed request")
+    if len(doc["partitions"]) > MAX_REQUEST_MOVES:
+        raise ReassignmentError(f"{len(doc['partitions'])} moves in one request exceed "
+                                f"{MAX_REQUEST_MOVES} (max.request.partitions's default)")
     out = {}
     for i, e in enumerate(doc["partitions"]):
         if not isinstance(e, dict):
@@ -331,6 +339,14 @@ class AdminChannel:
                     continue
                 path = a / name
                 try:
+                    size = path.stat().st_size
+                except OSError:
+                    continue  # taken away meanwhile
+                try:
+                    if size > MAX_REQUEST_BYTES:
+                        raise ReassignmentError(
+                            f"request of {size} bytes exceeds {MAX_REQUEST_BYTES} "
+                            "(socket.request.max.bytes's default); split it")
                     moves = request_moves(_read_json(path))
                     results = self.manager.alter_replica_log_dirs(moves)
                     self._active[request_id] = (a, moves, results)

@@ -269,3 +269,35 @@ def test_a_fetch_response_is_bounded_by_fetch_max_bytes(make_cluster: Make) -> N
     assert 0 < one_batch <= 4096
     assert len(resp.payload) <= 4096 + 1600  # the budget, passed by at most one batch
     assert sum(e["size"] for e in resp.body["partitions"]) == len(resp.payload)
+
+
+# ---------------------------------------------------------------------- admin channel
+
+def test_admin_channel_requests_are_bounded(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import json as _json
+
+    from kafka_tiers.broker import admin_channel as ac
+
+    too_many = {"version": 1, "partitions": [
+        {"topic": "t", "partition": p, "log_dir": "any"}
+        for p in range(ac.MAX_REQUEST_MOVES + 1)]}
+    with pytest.raises(ac.ReassignmentError, match="max.request.partitions"):
+        ac.request_moves(too_many)
+
+    class Manager:  # what poll() needs of a log manager
+        log_dirs = [tmp_path]
+        offline_dirs: dict[str, str] = {}
+
+        def alter_replica_log_dirs(self, moves: object) -> dict:
+            raise AssertionError("an oversized request must not be applied")
+
+    monkeypatch.setattr(ac, "MAX_REQUEST_BYTES", 64)
+    admin = ac.admin_dir(tmp_path)
+    admin.mkdir()
+    (admin / "reassign-1-a.json").write_text(_json.dumps(
+        {"version": 1, "partitions": [{"topic": "t", "partition": 0, "log_dir": "any"}] * 3}))
+    assert ac.AdminChannel(Manager()).poll() == 1  # type: ignore[arg-type]
+    status = _json.loads((admin / "status-1-a.json").read_text())
+    assert status["complete"] and "exceeds 64" in status["error"]
+    assert not (admin / "reassign-1-a.json").exists()
