@@ -8,15 +8,21 @@ KAFKA-15046: an fsync per change made a broker taking over thousands of partitio
 milliseconds on each. It is safe because every entry the file may lack starts at or above the
 recovery point, and recovery after a crash re-reads those batches and assigns their epochs
 again; entries the file holds beyond the log end (a truncation not yet written) are dropped
-when the log opens."""
+when the log opens.
+
+The file is checked before it is used (:func:`entries_problem`, and by the log against its
+offsets): a file that is malformed or out of order is reported and ignored, and the log rebuilds
+the cache from its batches' partition leader epochs (:meth:`LeaderEpochCache.rebuild`)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from kafka_tiers.log.checkpoints import LeaderEpochCheckpointFile
+from kafka_tiers.log.errors import LogDirError
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -27,6 +33,22 @@ class EpochEntry(NamedTuple):
 
     epoch: int
     start_offset: int
+
+
+def entries_problem(entries: list[EpochEntry]) -> str | None:
+    """Why these checkpoint entries cannot describe a log, or None: epochs and start offsets
+    must be >= 0 and strictly increase from one entry to the next."""
+    prev: EpochEntry | None = None
+    for entry in entries:
+        if entry.epoch < 0 or entry.start_offset < 0:
+            return f"negative entry {entry.epoch} {entry.start_offset}"
+        if prev is not None and entry.epoch <= prev.epoch:
+            return f"epoch {entry.epoch} does not increase after {prev.epoch}"
+        if prev is not None and entry.start_offset <= prev.start_offset:
+            return (f"start offset {entry.start_offset} of epoch {entry.epoch} does not "
+                    f"increase after {prev.start_offset}")
+        prev = entry
+    return None
 
 
 class LeaderEpochCache:
@@ -41,8 +63,18 @@ class LeaderEpochCache:
         self._lock = threading.RLock()
         self._entries: list[EpochEntry] = []
         self._dirty = False
+        #: why the checkpoint file cannot be used (malformed, or entries out of order), or
+        #: None; the cache then starts empty and the log rebuilds it (:meth:`rebuild`).
+        self.load_problem: str | None = None
         if self._file is not None:
-            self._entries = [EpochEntry(e, o) for e, o in self._file.read()]
+            try:
+                entries = [EpochEntry(e, o) for e, o in self._file.read()]
+            except LogDirError as exc:
+                self.load_problem = str(exc)
+            else:
+                self.load_problem = entries_problem(entries)
+                if self.load_problem is None:
+                    self._entries = entries
 
     @property
     def path(self) -> Path | None:
@@ -165,6 +197,19 @@ class LeaderEpochCache:
                 self._entries = new
                 self._dirty = True
 
+    def rebuild(self, epochs: Iterable[tuple[int, int]]) -> None:
+        """Replace every entry by assigning ``(epoch, start offset)`` pairs in log order (the
+        partition leader epochs of the log's batches), with :meth:`assign`'s rules as Kafka
+        rebuilds its cache; the checkpoint file is rewritten at once and
+        :attr:`load_problem` is cleared."""
+        with self._lock:
+            self._entries = []
+            for epoch, start in epochs:
+                self.assign(epoch, start)
+            self._dirty = True
+            self.load_problem = None
+            self.flush()
+
     def clear(self) -> None:
         """Drop every entry, in the checkpoint file too at once (the log was emptied and
         starts afresh: no entry of the file may survive a crash)."""
@@ -174,4 +219,5 @@ class LeaderEpochCache:
             self.flush()
 
 
-__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochEntry", "LeaderEpochCache"]
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochEntry", "LeaderEpochCache",
+           "entries_problem"]

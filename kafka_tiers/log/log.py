@@ -28,7 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafka_tiers.api.cluster import TopicPartition
-from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from kafka_tiers.log.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    fsync_dir,
+)
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.errors import (
     CorruptRecordError,
@@ -40,7 +45,7 @@ from kafka_tiers.log.errors import (
 )
 from kafka_tiers.log.index import TimestampOffset
 from kafka_tiers.log.leader_epoch import LeaderEpochCache
-from kafka_tiers.log.log_loader import load_segments, segment_factory
+from kafka_tiers.log.log_loader import checked_offset, load_segments, segment_factory
 from kafka_tiers.log.names import SNAPSHOT_SUFFIX, parse_partition_dir
 from kafka_tiers.log.producer_state import ProducerStateManager
 from kafka_tiers.log.records import (
@@ -138,9 +143,8 @@ class Log:
         self._last_flush_ms = self._now_ms()
         self.producer_state = ProducerStateManager(directory)
         self._check_cursor = 0
+        # checked against the log by open() (_check_leader_epochs)
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
-        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
-        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
 
     # ------------------------------------------------------------------ open
     @classmethod
@@ -189,10 +193,19 @@ class Log:
                                clean_shutdown=clean_shutdown,
                                sanity_check_all=sanity_check_all, on_batch=on_batch,
                                segment_list=segment_list)
+        # the checkpoints' values are checked against the log, never obeyed blindly
+        end = result.segments[-1].next_offset
+        first = result.segments[0].base_offset
+        log_start_offset = checked_offset(path, LOG_START_OFFSET_CHECKPOINT, log_start_offset,
+                                          0, end, first, "log start offset")
+        high_watermark = checked_offset(path, REPLICATION_OFFSET_CHECKPOINT, high_watermark,
+                                        0, end, max(log_start_offset, first),
+                                        "high watermark")
         log = cls(path, config, result.segments, topic_partition=tp,
-                  log_start_offset=log_start_offset, recovery_point=recovery_point,
+                  log_start_offset=log_start_offset, recovery_point=result.recovery_point,
                   high_watermark=high_watermark, on_roll=on_roll, time_fn=time_fn,
                   report=result.report)
+        log._check_leader_epochs(clean_shutdown)
         for epoch, base in pending:
             if epoch >= 0 and base < log.log_end_offset:
                 log.leader_epoch_cache.assign(epoch, base)
@@ -201,6 +214,39 @@ class Log:
         if not clean_shutdown:
             log.flush()  # what recovery kept is now durable
         return log
+
+    def _check_leader_epochs(self, clean_shutdown: bool) -> None:
+        """Check the ``leader-epoch-checkpoint`` against the log: its entries must be well
+        formed (epochs and start offsets strictly increasing, none negative) and, after a
+        clean shutdown (when the file was written last), start at or below the log end
+        offset. A file failing that is reported (one WARN) and the cache is rebuilt from the
+        batches' partition leader epochs, as Kafka rebuilds it."""
+        cache = self.leader_epoch_cache
+        problem = cache.load_problem
+        if problem is None and clean_shutdown:
+            latest = cache.latest_entry
+            if latest is not None and latest.start_offset > self._log_end_offset:
+                problem = (f"epoch {latest.epoch} starts at {latest.start_offset}, above the "
+                           f"log end offset")
+        if problem is None:
+            cache.truncate_from_end(self._log_end_offset)
+            cache.truncate_from_start(self._log_start_offset)
+            return
+        logger.warning("%s: %s is unusable (%s); the log holds [%d, %d]; ignoring it and "
+                       "rebuilding the leader epochs from the batches", self.dir.name,
+                       cache.path, problem, self._log_start_offset, self._log_end_offset)
+        self.load_report.problems.append(f"{cache.path}: {problem}")
+        epochs: list[tuple[int, int]] = []
+        try:
+            for seg in self._segments:
+                for header in seg.iter_headers():
+                    if header.leader_epoch >= 0 and (not epochs
+                                                     or header.leader_epoch != epochs[-1][0]):
+                        epochs.append((header.leader_epoch, header.base_offset))
+        except CorruptRecordError as exc:  # reads recover that segment; epochs so far hold
+            logger.warning("%s: rebuilding leader epochs stopped: %s", self.dir.name, exc)
+        cache.rebuild(epochs)
+        cache.truncate_from_start(self._log_start_offset)
 
     # ------------------------------------------------------------------ offsets
     def _now_ms(self) -> int:

@@ -14,6 +14,16 @@ needs it:
 A segment whose check fails is recovered before anything reads it. Leftovers of interrupted
 operations are cleaned: ``.deleted`` and ``.cleaned`` files and temporary checkpoint files are
 removed, index files without a log file are removed.
+
+The small files that describe a log are checked against it before they are used, never
+obeyed blindly (:func:`checked_offset`): a value outside the log's range is reported with one
+WARN line (partition, file, value, range) and replaced by what the segments say.
+
+* ``kafka-tiers-segment-list``: the base offsets it lists are compared with the names of one
+  ``os.scandir`` of the partition directory (no file is opened); on any difference the list is
+  ignored and the partition loads as if it were absent.
+* ``recovery-point-offset-checkpoint``: a recovery point above the log end offset after an
+  unclean shutdown claims flushed data that is not there; every segment is then recovered.
 """
 
 from __future__ import annotations
@@ -24,7 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tiers.log.checkpoints import TEMP_SUFFIX
+from kafka_tiers.log.checkpoints import (
+    RECOVERY_POINT_CHECKPOINT,
+    SEGMENT_LIST_FILE,
+    TEMP_SUFFIX,
+)
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.names import (
     CLEANED_SUFFIX,
@@ -56,14 +70,51 @@ class LoadResult:
     report: RecoveryReport = field(default_factory=RecoveryReport)
     clean_shutdown: bool = True
     checked_all: bool = True
+    #: the recovery point to use: the one given, or the log end offset when it was ignored
+    recovery_point: int = 0
 
 
-def scan_segments(directory: Path, config: LogConfig) -> SegmentList:
-    """Build (lazy) segments from the names in ``directory`` and clean up leftovers.
+def checked_offset(directory: Path, file_name: str, value: int, low: int, high: int,
+                   replacement: int, what: str = "offset") -> int:
+    """``value`` when ``low <= value <= high``; otherwise one WARN naming the partition
+    (``directory``), the checkpoint file (``file_name`` in the log dir), the value and the
+    log's range, and ``replacement`` (recomputed from the segments) is returned instead."""
+    if low <= value <= high:
+        return value
+    logger.warning(
+        "%s: %s %d in %s is outside the log's range [%d, %d]; ignoring it, using %d "
+        "(from the segments)", directory.name, what, value, directory.parent / file_name,
+        low, high, replacement)
+    return replacement
 
-    One ``listdir`` and string checks per name: no file is opened or stat'ed.
+
+def list_names(directory: Path) -> list[str]:
+    """The names in ``directory``: one ``os.scandir``, no file opened or stat'ed."""
+    with os.scandir(directory) as it:
+        return [entry.name for entry in it]
+
+
+def segment_bases(names: list[str]) -> list[int]:
+    """Sorted base offsets of the ``<20 digits>.log`` names among ``names``."""
+    out = []
+    for name in names:
+        if name.endswith(LOG_SUFFIX):
+            stem = name[:-4]
+            if len(stem) == 20 and stem.isdigit():
+                out.append(int(stem))
+    out.sort()
+    return out
+
+
+def scan_segments(directory: Path, config: LogConfig,
+                  names: list[str] | None = None) -> SegmentList:
+    """Build (lazy) segments from the names in ``directory`` (``names`` when already listed)
+    and clean up leftovers.
+
+    One ``os.scandir`` and string checks per name: no file is opened or stat'ed.
     """
-    names = os.listdir(directory)
+    if names is None:
+        names = list_names(directory)
     logs: list[int] = []
     indexes: list[str] = []
     for name in names:
@@ -108,28 +159,37 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
     """Load a partition directory; see the module doc for what is checked when.
 
     ``segment_list`` is ``(dir mtime ns, base offsets)`` recorded at the last clean shutdown;
-    after a clean shutdown, when the directory's mtime is unchanged, it replaces listing the
-    directory.
+    it is compared with the directory's names (one ``os.scandir``) and ignored on any
+    difference, with a WARN naming the partition and the offsets that differ.
+
+    A ``recovery_point`` outside ``[0, log end offset]`` is reported and ignored: after an
+    unclean shutdown every segment is then recovered; the result's ``recovery_point`` is the
+    one to use.
 
     Returns the segments, oldest first, the last one active (writable). There is always at
     least one segment (an empty one at the log start offset is created when needed).
     """
-    segments = None
-    if clean_shutdown and segment_list is not None and segment_list[1]:
-        try:
-            unchanged = os.stat(directory).st_mtime_ns == segment_list[0]
-        except OSError:
-            unchanged = False
-        if unchanged:
-            segments = SegmentList(list(segment_list[1]), segment_factory(directory, config))
-    if segments is None:
-        segments = scan_segments(directory, config)
+    names = list_names(directory)
+    if clean_shutdown and segment_list is not None:
+        listed = segment_bases(names)
+        if listed != list(segment_list[1]):
+            missing = sorted(set(listed) - set(segment_list[1]))
+            absent = sorted(set(segment_list[1]) - set(listed))
+            logger.warning(
+                "%s: %s in %s differs from the directory (segments not listed: %s; listed but "
+                "missing: %s); ignoring it for this partition", directory.name,
+                SEGMENT_LIST_FILE, directory.parent, missing[:10] or "none",
+                absent[:10] or "none")
+    segments = scan_segments(directory, config, names)
     report = RecoveryReport()
     if not segments:
         segments.append(LogSegment.create(directory, max(log_start_offset, 0),
                                           index_interval_bytes=config.index_interval_bytes,
                                           max_index_size=config.max_index_size))
-        return LoadResult(segments, report, clean_shutdown, True)
+        return LoadResult(segments, report, clean_shutdown, True,
+                          checked_offset(directory, RECOVERY_POINT_CHECKPOINT, recovery_point,
+                                         0, segments[0].base_offset, segments[0].base_offset,
+                                         "recovery point"))
     if clean_shutdown:
         if sanity_check_all:
             report.merge(check_segments(segments[:-1], on_batch=None))
@@ -142,8 +202,19 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
                 break
             report.merge(check_segment(segments[i], max_offset=nxt))
         report.merge(recover_from(segments, recovery_point, on_batch=on_batch))
+    end = segments[-1].next_offset
+    if clean_shutdown:
+        recovery_point = checked_offset(directory, RECOVERY_POINT_CHECKPOINT, recovery_point,
+                                        0, end, end, "recovery point")
+    elif checked_offset(directory, RECOVERY_POINT_CHECKPOINT, recovery_point, 0, end, 0,
+                        "recovery point") != recovery_point:
+        # the segments below it were only sanity-checked: recover them all
+        report.merge(recover_from(segments, segments.bases[0], on_batch=on_batch))
+        recovery_point = 0
     segments[-1].become_active()
-    return LoadResult(segments, report, clean_shutdown, sanity_check_all or not clean_shutdown)
+    return LoadResult(segments, report, clean_shutdown, sanity_check_all or not clean_shutdown,
+                      recovery_point)
 
 
-__all__ = ["LoadResult", "load_segments", "scan_segments"]
+__all__ = ["LoadResult", "checked_offset", "list_names", "load_segments", "scan_segments",
+           "segment_bases", "segment_factory"]
