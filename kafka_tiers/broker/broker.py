@@ -271,16 +271,10 @@ class Broker:
         return self
 
     def _start(self, register_timeout: float | None) -> None:
-        if not self.cluster:
-            self._topics = {name: self.topic_configs.info(name, partitions, cfg)
-                            for name, (partitions, cfg) in self._topics_file.read().items()}
-        overrides = {name: self.topic_configs.local_overrides(info.config, name)
-                     for name, info in self._topics.items()}
         self.log_manager = LogManager.from_config(
-            self.config, topic_overrides=overrides, on_roll=self._on_roll, hooks=self.hooks,
+            self.config, on_roll=self._on_roll, hooks=self.hooks,
             meta_properties={"version": "1", "node.id": str(self.broker_id)},
             time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline)
-        self.log_manager.startup()
         if self.cluster:
             self.member = ClusterMember(
                 self.config, self.log_manager, hooks=self.hooks,
@@ -288,6 +282,17 @@ class Broker:
                 remote_reader=self._read_remote, network=self.network,
                 embedded_server=self._embedded_server, placer=self._placer)
             self.member.open_session()
+            if self.member.cluster_id is not None:  # log dirs must carry this cluster's id
+                self.log_manager.meta_properties["cluster.id"] = self.member.cluster_id
+        # every log dir locked and proven this broker's before anything in one is read
+        self.log_manager.claim_log_dirs()
+        if not self.cluster:
+            self._topics = {name: self.topic_configs.info(name, partitions, cfg)
+                            for name, (partitions, cfg) in self._topics_file.read().items()}
+        self.log_manager.topic_overrides.update(
+            {name: self.topic_configs.local_overrides(info.config, name)
+             for name, info in self._topics.items()})
+        self.log_manager.startup()
         if self.remote_enabled:
             self._start_remote()
         if self.member is not None:
@@ -295,7 +300,12 @@ class Broker:
         else:
             for info in self._topics.values():
                 for p in range(info.partitions):
-                    self._open_partition(info, TopicPartition(info.name, p))
+                    tp = TopicPartition(info.name, p)
+                    try:
+                        self._open_partition(info, tp)
+                    except KafkaTiersError as exc:  # one bad partition is one bad partition
+                        log.error("broker %s: partition %s is offline: %s", self.broker_id,
+                                  tp, exc)
         if self._background:
             AdminChannel(self.log_manager).attach()
             self.log_manager.start_scheduler()

@@ -8,13 +8,16 @@ role listener, a remote reader and the topic configuration for the controller). 
 composes logs or the remote tier.
 
 Startup (document 003 section E), in two steps the broker interleaves with its own:
-:meth:`ClusterMember.open_session` opens the metadata-store session; :meth:`ClusterMember.join`
-starts the replica manager and the endpoint, deletes local replicas of partitions the store no
-longer assigns to this broker (document 003 discussion 5), registers ``/brokers/ids/<id>``
-(ephemeral, with host, port and rack) and takes part in the controller election; the
-controller then sends the broker its partitions' leaders and ISRs. A broker whose session
-expired (a paused process) registers again when it runs again; the controller then resends its
-state.
+:meth:`ClusterMember.open_session` opens the metadata-store session and learns the cluster id
+(``/cluster/id``, created by the first broker; the broker checks its log dirs'
+``meta.properties`` against it before loading them); :meth:`ClusterMember.join`
+starts the replica manager and the endpoint, hands local replicas of partitions the store no
+longer assigns to this broker to the log manager's stray-replica handling (renamed ``-delete``
+with a WARN line, deleted after ``file.delete.delay.ms``; document 003 discussion 5),
+registers ``/brokers/ids/<id>`` (ephemeral, with host, port and rack) and takes part in the
+controller election; the controller then sends the broker its partitions' leaders and ISRs.
+A broker whose session expired (a paused process) registers again when it runs again; the
+controller then resends its state.
 
 Shutdown: with ``controlled.shutdown.enable`` the broker first asks the controller to move
 its leaderships away (ControlledShutdown, retried ``controlled.shutdown.max.retries`` times),
@@ -123,6 +126,8 @@ class ClusterMember:
         self.controller: Controller | None = None
         self._register_lock = threading.Lock()
         self._stopping = False
+        #: the cluster's id, known once :meth:`open_session` returned
+        self.cluster_id: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def open_session(self) -> None:
@@ -144,6 +149,7 @@ class ClusterMember:
         self.store.start()
         self.metadata = ClusterMetadata(self.store)
         self.metadata.ensure_layout()
+        self.cluster_id = self.metadata.cluster_id()
 
     def join(self, register_timeout: float | None = None) -> None:
         """Serve replicas, listen, register and take part in the controller election;
@@ -183,6 +189,10 @@ class ClusterMember:
         return dict(part.topic_config) if part is not None else {}
 
     def _delete_unassigned(self) -> None:
+        """Kafka's stray replicas: a loaded replica (a partition dir holding Kafka log files;
+        nothing else in a log dir is ever a candidate) of a partition the store does not assign
+        to this broker is renamed ``-delete`` and deleted after ``file.delete.delay.ms``, with
+        a WARN line (:meth:`LogManager.delete_stray_replica`)."""
         assert self.metadata is not None
         assigned: set[TopicPartition] = set()
         for topic in self.metadata.topics():
@@ -192,8 +202,7 @@ class ClusterMember:
                              if self.broker_id in r}
         for tp in list(self.log_manager.logs):
             if tp not in assigned:
-                log.info("broker %s: deleting %s, no longer assigned here", self.broker_id, tp)
-                self.log_manager.delete_log(tp)
+                self.log_manager.delete_stray_replica(tp)
 
     def _registration(self) -> BrokerRegistration:
         host, _, port = self.address.rpartition(":")

@@ -6,6 +6,8 @@ Two implementations share it: :class:`~kafka_tiers.cluster.zookeeper_store.ZooKe
 :class:`~kafka_tiers.cluster.embedded_store.EmbeddedStore` (one process, durable in a local
 file). :class:`ClusterMetadata` builds document 003's layout on top of either:
 
+``/cluster/id``                       ``{"version": "1", "id"}``: the cluster id (Kafka's),
+                                      created once; every broker's log dirs carry it
 ``/controller``                       ephemeral ``{"broker_id", "epoch"}``
 ``/controller_epoch``                 ``{"epoch"}``, bumped by every new controller
 ``/brokers/ids/<id>``                 ephemeral ``{"host", "port", "rack"}``
@@ -23,9 +25,11 @@ last read (zombie fencing, document 003 discussion 3).
 from __future__ import annotations
 
 import abc
+import base64
 import contextlib
 import enum
 import json
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -268,6 +272,7 @@ class MetadataStore(abc.ABC):
 
 # ---------------------------------------------------------------------- document 003 layout
 
+CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
@@ -371,6 +376,27 @@ class ClusterMetadata:
         """Create the persistent parent nodes."""
         for path in (BROKER_IDS, TOPICS, "/admin", DELETE_TOPICS):
             self.store.ensure_path(path)
+
+    def cluster_id(self) -> str:
+        """The cluster id (``/cluster/id``, Kafka's layout), created by the first broker that
+        asks (a random 22-character URL-safe base64 UUID, as Kafka makes one). Idempotent:
+        every later call, from any broker, returns the same id.
+
+        Raises:
+            MetadataStoreError: the store failed, or the node holds no id.
+        """
+        got = self.store.get_or_none(CLUSTER_ID)
+        if got is None:
+            new = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            self.store.ensure_path("/cluster")
+            with contextlib.suppress(NodeExistsError):
+                self.store.create(CLUSTER_ID, {"version": "1", "id": new})
+            got = self.store.get(CLUSTER_ID)
+        data = got[0]
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
+            raise MetadataStoreError(f"{CLUSTER_ID} holds no cluster id: {data!r}",
+                                     path=CLUSTER_ID)
+        return str(data["id"])
 
     # brokers
     def register_broker(self, reg: BrokerRegistration) -> None:

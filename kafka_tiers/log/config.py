@@ -67,6 +67,9 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
               "after a clean shutdown and the rest lazily."),
     ConfigKey("num.recovery.threads.per.data.dir", Int(min=1), 2,
               "Threads per log dir for loading and recovering logs at startup."),
+    ConfigKey("log.segment.delete.delay.ms", Int(min=0), 60000,
+              "How long a renamed -delete dir (a deleted topic's, a moved or stray replica's) "
+              "waits before it is deleted.", aliases=("file.delete.delay.ms",)),
     ConfigKey("num.replica.move.threads", Int(min=1), None,
               "Threads moving replicas between log dirs (KIP-113); default: one per log dir.",
               aliases=("num.replica.alter.log.dirs.threads",)),

@@ -2,14 +2,25 @@
 
 Startup (Kafka's ``LogManager.loadLogs`` with KIP-263, document 002):
 
-1. Each log dir is locked (``.lock``), its ``meta.properties`` read (written when missing),
-   and its ``.kafka_cleanshutdown`` marker noted.
+1. Every log dir is claimed before any is read (:meth:`LogManager.claim_log_dirs`, the rules
+   of :mod:`kafka_tiers.log.dir_ownership`): locked (``.lock``; a dir another live process
+   holds refuses the start and is never touched), its ``meta.properties`` checked against this
+   broker's id and cluster id (a mismatch refuses the start, naming the dir, both ids and the
+   fix) and written when missing. Then each dir's ``.kafka_cleanshutdown`` marker is noted.
 2. The checkpoints give each partition its recovery point and log start offset (a malformed
    recovery-point checkpoint makes the whole dir recover as after a crash).
 3. Partition directories are loaded by ``num.recovery.threads.per.data.dir`` threads per dir;
    see :mod:`kafka_tiers.log.log_loader` for what is checked with
    ``sanity.check.all.logs.enabled`` on and off.
 4. The clean shutdown marker is removed, so a crash from now on is seen as unclean.
+
+Only directories that are provably replicas are loaded: a partition name holding a Kafka
+segment file (``<20 digits>.log``). Any other directory (``backup-2024/``, ``foo-1/`` without log
+files) is left alone and reported once with a WARN line. A partition whose files fail to load
+(a malformed ``leader-epoch-checkpoint``, an index or segment the loader cannot use, anything
+but an I/O error) is offline on its own, with one ERROR line naming the partition, the file and
+the problem, while every other partition serves; an ``OSError`` still takes its whole dir
+offline (see below).
 
 With the check off, segments left unchecked are checked on first access, or by
 :meth:`LogManager.start_background_check` (document 002 starts it when the broker becomes
@@ -32,7 +43,11 @@ JBOD (document 000, KIP-113; see ``docs/jbod.md``):
   source and future both present: the move resumes; only the future and no offline dir: it
   is promoted (renamed to the partition's name and loaded); only the future with an offline
   dir: it is left alone and the partition is offline; ``-delete`` dirs are deleted
-  asynchronously.
+  asynchronously, ``file.delete.delay.ms`` after start-up (:mod:`kafka_tiers.log.dir_deleter`:
+  only Kafka-named files, the dir itself only once empty).
+* A replica no longer assigned to the broker (:meth:`LogManager.delete_stray_replica`) is
+  renamed ``<topic>-<partition>.<uuid>-delete`` with a WARN line and deleted after
+  ``file.delete.delay.ms``, as Kafka does with stray replicas.
 """
 
 from __future__ import annotations
@@ -41,7 +56,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -69,10 +83,20 @@ from kafka_tiers.log.checkpoints import (
 )
 from kafka_tiers.log.config import LONG_MAX, LogConfig
 from kafka_tiers.log.describe import LogDirDescription, describe_log_dirs, disk_space
-from kafka_tiers.log.errors import InvalidTopicError, LogClosedError, LogDirError, LogError
+from kafka_tiers.log.dir_deleter import DirDeleter
+from kafka_tiers.log.dir_ownership import (
+    DELETE,
+    FOREIGN,
+    FUTURE,
+    REPLICA,
+    LogDirInUseError,
+    check_meta_properties,
+    classify_entry,
+)
+from kafka_tiers.log.errors import LogClosedError, LogDirError, LogError
 from kafka_tiers.log.log import AppendInfo, FetchData, Log, RollCallback
 from kafka_tiers.log.log_dir_failure import LogDirFailureHandler, LogDirOfflineError
-from kafka_tiers.log.names import child_path, parse_partition_dir, partition_dir_name
+from kafka_tiers.log.names import child_path, partition_dir_name
 from kafka_tiers.log.replica_mover import MoveStatus, ReplicaMover, normalize_request
 from kafka_tiers.log.throttle import Throttle
 
@@ -115,6 +139,10 @@ class StartupReport:
     offline_dirs: dict[str, str] = field(default_factory=dict)
     #: what the four JBOD recovery rules did: ("resumed"|"promoted"|"left"|"deleted", path)
     jbod_actions: list[tuple[str, str]] = field(default_factory=list)
+    #: directories in log dirs that are no replicas, left alone (reported once, WARN)
+    foreign_dirs: list[str] = field(default_factory=list)
+    #: partitions whose files failed to load (offline on their own): partition -> problem
+    failed_partitions: dict[TopicPartition, str] = field(default_factory=dict)
 
 
 class LogManager:
@@ -125,8 +153,9 @@ class LogManager:
         config: the default :class:`LogConfig` (topic overrides via ``topic_overrides``).
         sanity_check_all: ``sanity.check.all.logs.enabled``.
         recovery_threads_per_dir: ``num.recovery.threads.per.data.dir``.
-        meta_properties: written to ``meta.properties`` of dirs that have none (e.g.
-            ``{"version": "1", "node.id": "1", "cluster.id": "..."}``).
+        meta_properties: this broker's ``meta.properties`` (e.g. ``{"version": "1",
+            "node.id": "1", "cluster.id": "..."}``): every dir's must name the same broker
+            (and cluster, when ``cluster.id`` is given); written to dirs that have none.
         on_roll: passed to every log.
         hooks: the broker's :class:`~kafka_tiers.plugins.hooks.Hooks`: ``choose_log_dir`` picks
             the dir of a new replica, ``replica_moved`` and ``log_dir_failed`` are notified. Without
@@ -136,6 +165,8 @@ class LogManager:
             (None or ``LONG_MAX``: unlimited).
         on_all_dirs_offline: called once with the last error when every dir is offline (the
             broker must stop).
+        file_delete_delay_ms: Kafka's ``file.delete.delay.ms``: how long a ``-delete`` dir
+            waits before it is deleted (0 here; the broker's config defaults to 60000).
     """
 
     def __init__(self, log_dirs: Iterable[str | os.PathLike[str]],
@@ -149,7 +180,8 @@ class LogManager:
                  hooks: Hooks | None = None,
                  num_replica_move_threads: int | None = None,
                  intra_broker_throttled_rate: int | None = None,
-                 on_all_dirs_offline: Callable[[BaseException], None] | None = None
+                 on_all_dirs_offline: Callable[[BaseException], None] | None = None,
+                 file_delete_delay_ms: int = 0
                  ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
@@ -177,8 +209,14 @@ class LogManager:
         self.hooks = hooks
         self.failure = LogDirFailureHandler(self, on_all_dirs_offline)
         self.throttle = Throttle(intra_broker_throttled_rate)
+        self.deleter = DirDeleter(file_delete_delay_ms)
         self.mover = ReplicaMover(self, num_replica_move_threads or len(self.log_dirs),
-                                  self.throttle)
+                                  self.throttle, self.deleter)
+        #: dirs claimed by :meth:`claim_log_dirs` that were unusable (path -> error)
+        self._unusable: dict[Path, BaseException] = {}
+        self._claimed = False
+        #: partitions offline because their files failed to load: partition -> problem
+        self._load_failures: dict[TopicPartition, str] = {}
         self._offline_partitions: dict[TopicPartition, Path] = {}
         #: periodic jobs added by the owner: name -> (interval in ms, job)
         self._jobs: dict[str, tuple[int, Callable[[], object]]] = {}
@@ -196,6 +234,7 @@ class LogManager:
         kwargs.setdefault("intervals", intervals)
         kwargs.setdefault("num_replica_move_threads", broker["num.replica.move.threads"])
         kwargs.setdefault("intra_broker_throttled_rate", broker["intra.broker.throttled.rate"])
+        kwargs.setdefault("file_delete_delay_ms", broker["log.segment.delete.delay.ms"])
         return cls(broker["log.dirs"], LogConfig.from_broker(broker),
                    sanity_check_all=broker["sanity.check.all.logs.enabled"],
                    recovery_threads_per_dir=broker["num.recovery.threads.per.data.dir"],
@@ -206,16 +245,23 @@ class LogManager:
         """Load every log of every log dir (see the module doc). Returns the report.
 
         A dir that cannot be used (an I/O error) is offline from the start (the
-        ``log_dir_failed`` hook fires for it); the other dirs load.
+        ``log_dir_failed`` hook fires for it); the other dirs load. A partition whose files fail
+        to load is offline on its own (:attr:`offline_partitions`); the others load.
 
         Raises:
-            LogDirError: every log dir is unusable, or one is locked by another process.
+            LogDirError: every log dir is unusable, or what :meth:`claim_log_dirs` raises.
         """
         start = time.perf_counter()
         report = StartupReport()
         futures: list[tuple[TopicPartition, Path, Path]] = []
         last_error: BaseException | None = None
+        self.claim_log_dirs()
         for log_dir in self.log_dirs:
+            unusable = self._unusable.get(log_dir)
+            if unusable is not None:
+                last_error = unusable
+                self._startup_offline(log_dir, unusable, report)
+                continue
             try:
                 self._load_dir(log_dir, report, futures)
             except (_DirUnusableError, OSError) as exc:
@@ -234,12 +280,65 @@ class LogManager:
                 self.failure.fail(log_dir, exc)
         self._apply_recovery_rules(futures, report)
         # rule 4 runs in the background; small leftovers are gone when startup returns
-        self.mover.deleter.wait(STARTUP_DELETE_GRACE_SECONDS)
+        if self.deleter.delay_ms == 0:
+            self.deleter.wait(STARTUP_DELETE_GRACE_SECONDS)
         report.logs = len(self._logs)
         report.seconds = time.perf_counter() - start
         self.report = report
         self._started = True
         return report
+
+    def claim_log_dirs(self) -> None:
+        """Lock every log dir and check it is this broker's (the rules of
+        :mod:`kafka_tiers.log.dir_ownership`), before anything in any dir is read: all dirs
+        are locked first, then every ``meta.properties`` is checked, and only then are missing
+        ones written (a refused start writes nothing). A dir that cannot be created or opened
+        (an I/O error) is remembered and goes offline at :meth:`startup`. :meth:`startup` calls
+        this; an owner that reads its own files from a log dir (the broker's topics file) calls
+        it first. A second call does nothing.
+
+        Raises:
+            LogDirInUseError: a dir is locked by another live process (or log manager); every
+                lock taken here is released and nothing in any dir was touched.
+            InconsistentBrokerIdError, InconsistentClusterIdError: a dir's ``meta.properties``
+                names another broker or cluster (locks released, nothing written).
+            LogDirError: a dir's ``meta.properties`` cannot be read.
+        """
+        if self._claimed:
+            return
+        try:
+            for log_dir in self.log_dirs:
+                if log_dir in self._lock_fds:
+                    continue
+                try:
+                    self._lock_dir(log_dir)
+                except _DirUnusableError as exc:
+                    self._unusable[log_dir] = exc
+            to_write: dict[Path, dict[str, str]] = {}
+            for log_dir in self.log_dirs:
+                if log_dir in self._unusable:
+                    continue
+                stored = read_meta_properties(log_dir)
+                wanted = check_meta_properties(log_dir, stored, self.meta_properties)
+                if wanted is not None:
+                    to_write[log_dir] = wanted
+        except BaseException:
+            self._release_locks()
+            raise
+        for log_dir, props in to_write.items():
+            try:
+                write_meta_properties(log_dir, props)
+            except OSError as exc:
+                self._unusable[log_dir] = exc
+        self._claimed = True
+
+    def _release_locks(self) -> None:
+        with self._lock:
+            fds = list(self._lock_fds.values())
+            self._lock_fds.clear()
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _lock_dir(self, log_dir: Path) -> None:
         try:
@@ -252,8 +351,10 @@ class LogManager:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise LogDirError(f"log dir {log_dir} is in use by another process",
-                              path=str(log_dir)) from None
+            raise LogDirInUseError(
+                f"log dir {log_dir} is in use by another process (its {LOCK_FILE} is locked): "
+                f"stop the broker using it, or give this broker another log dir; nothing in "
+                f"{log_dir} was touched", path=str(log_dir)) from None
         self._lock_fds[log_dir] = fd
 
     def _startup_offline(self, log_dir: Path, exc: BaseException, report: StartupReport) -> None:
@@ -285,6 +386,9 @@ class LogManager:
                 continue
             seen.add(tp)
             source = self._logs.get(tp)
+            if tp in self._load_failures:  # the source failed to load: keep both as they are
+                report.jbod_actions.append(("left", str(path)))
+                continue
             if source is not None:
                 try:
                     with self.failure.guard(log_dir, tp):
@@ -328,9 +432,8 @@ class LogManager:
 
     def _load_dir(self, log_dir: Path, report: StartupReport,
                   futures: list[tuple[TopicPartition, Path, Path]] | None = None) -> None:
-        self._lock_dir(log_dir)
-        if read_meta_properties(log_dir) is None:
-            write_meta_properties(log_dir, self.meta_properties)
+        """Load the replicas of one claimed dir. Per-partition load errors take only that
+        partition offline; an ``OSError`` is raised (the caller takes the dir offline)."""
         clean = has_clean_shutdown(log_dir)
         report.clean_shutdown[str(log_dir)] = clean
         try:
@@ -348,38 +451,69 @@ class LogManager:
             except LogDirError as exc:
                 logger.warning("%s; listing the partition directories instead", exc)
         jobs: list[tuple[TopicPartition, Path]] = []
+        foreign: list[str] = []
         for entry in os.scandir(log_dir):
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            try:
-                parsed = parse_partition_dir(entry.name)
-            except InvalidTopicError:
+            kind, parsed = classify_entry(entry.name, entry.path)
+            if kind == FOREIGN:
+                foreign.append(entry.name)
                 continue
-            if parsed.kind == "delete":
+            if parsed is None:  # the broker's own tools' dirs
+                continue
+            if kind == DELETE:
                 logger.info("removing %s left by a move or delete", entry.path)
                 self._schedule_delete(Path(entry.path), report)  # rule 4
                 continue
-            if parsed.kind == "future":
+            if kind == FUTURE:
                 if futures is not None:  # rules 1-3, once every dir is loaded
                     futures.append((parsed.partition, Path(entry.path), log_dir))
                 continue
-            jobs.append((parsed.partition, Path(entry.path)))
+            if kind == REPLICA:
+                jobs.append((parsed.partition, Path(entry.path)))
+        if foreign:
+            foreign.sort()
+            report.foreign_dirs += [str(log_dir / name) for name in foreign]
+            logger.warning(
+                "log dir %s holds %d director%s that %s not Kafka replicas, left alone: %s "
+                "(a replica's dir is <topic>-<partition> holding <20 digits>.log files; move "
+                "anything else out of log dirs)", log_dir, len(foreign),
+                "y" if len(foreign) == 1 else "ies", "is" if len(foreign) == 1 else "are",
+                ", ".join(foreign[:10]) + (" ..." if len(foreign) > 10 else ""))
 
-        def load(job: tuple[TopicPartition, Path]) -> tuple[TopicPartition, Path, Log]:
+        def load(job: tuple[TopicPartition, Path]) -> tuple[TopicPartition, Path, Log | str]:
             tp, path = job
-            log = Log.open(
-                path, self._config_for(tp.topic), recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp, 0),
-                high_watermark=high_watermarks.get(tp, 0), clean_shutdown=clean,
-                sanity_check_all=self.sanity_check_all, on_roll=self.on_roll,
-                time_fn=self._time, segment_list=segment_lists.get(tp))
+            try:
+                log = Log.open(
+                    path, self._config_for(tp.topic),
+                    recovery_point=recovery_points.get(tp, 0),
+                    log_start_offset=start_offsets.get(tp, 0),
+                    high_watermark=high_watermarks.get(tp, 0), clean_shutdown=clean,
+                    sanity_check_all=self.sanity_check_all, on_roll=self.on_roll,
+                    time_fn=self._time, segment_list=segment_lists.get(tp))
+            except OSError:
+                raise  # an I/O error: the dir goes offline
+            except Exception as exc:  # this partition's files: it alone goes offline
+                return tp, path, _load_problem(path, exc)
             return tp, path, log
 
         if self.recovery_threads_per_dir == 1 or len(jobs) < 2:
-            loaded = [load(j) for j in jobs]
+            results = [load(j) for j in jobs]
         else:
             with ThreadPoolExecutor(self.recovery_threads_per_dir) as pool:
-                loaded = list(pool.map(load, jobs))
+                results = list(pool.map(load, jobs))
+        loaded: list[tuple[TopicPartition, Path, Log]] = []
+        for tp, path, outcome in results:
+            if isinstance(outcome, Log):
+                loaded.append((tp, path, outcome))
+                continue
+            logger.error("partition %s is offline: %s (log dir %s; the other partitions "
+                         "serve; fix or remove that file, then restart)", tp, outcome, log_dir)
+            report.failed_partitions[tp] = outcome
+            report.problems.append(f"{tp}: {outcome}")
+            with self._lock:
+                self._offline_partitions[tp] = log_dir
+                self._load_failures[tp] = outcome
         with self._lock:
             for tp, path, log in loaded:
                 if tp in self._logs:
@@ -435,9 +569,7 @@ class LogManager:
             if tp in self._logs:
                 return self._logs[tp]
             if tp in self._offline_partitions:
-                raise LogDirOfflineError(
-                    f"{tp} is offline: its log dir {self._offline_partitions[tp]} failed",
-                    path=str(self._offline_partitions[tp]), partition=tp)
+                raise self._offline_error(tp, self._offline_partitions[tp])
             if log_dir is not None:
                 target = self.resolve_log_dir(log_dir)
                 if target is None:
@@ -457,6 +589,12 @@ class LogManager:
             if overrides:
                 config = config.with_overrides(overrides)
             path = child_path(target, name)
+            if (path.is_dir() and os.listdir(path)
+                    and classify_entry(name, path)[0] == FOREIGN):
+                raise LogDirError(
+                    f"cannot create {tp} in {target}: {path} exists and is not a Kafka replica "
+                    f"(no <20 digits>.log file); move it out of the log dir",
+                    path=str(path))
             try:
                 if target not in self._lock_fds:
                     self._lock_dir(target)
@@ -480,7 +618,12 @@ class LogManager:
             raise LogDirOfflineError("every log dir is offline", path=str(self.log_dirs[0]),
                                      partition=tp)
         if self.hooks is not None:
-            return Path(self.hooks.choose_log_dir(tp, infos))
+            choice = self.hooks.choose_log_dir(tp, infos)
+            chosen = self.resolve_log_dir(choice)
+            if chosen is None:  # a hook facade that did not check its plugins' answer
+                raise LogDirError(f"the choose_log_dir hook chose {choice!r} for {tp}, which "
+                                  "is not a log dir of this broker", path=str(choice))
+            return chosen
         best = min(online, key=lambda i: (i.bytes_used, i.replica_count, i.path))
         return Path(best.path)
 
@@ -513,22 +656,47 @@ class LogManager:
         return None
 
     def delete_log(self, tp: TopicPartition) -> bool:
-        """Close and delete the log of ``tp`` (renamed ``<dir>.<uuid>-delete`` first, so a
-        crash midway finishes the delete at next startup). A move of it is cancelled first.
-        True when there was one."""
+        """Close and delete the log of ``tp``: renamed ``<dir>.<uuid>-delete`` first (so a
+        crash midway finishes the delete at next startup), then deleted by the deleter after
+        ``file.delete.delay.ms`` (only its Kafka files; see :mod:`kafka_tiers.log.dir_deleter`).
+        A move of it is cancelled first. True when there was one."""
+        return self._rename_for_delete(tp) is not None
+
+    def delete_stray_replica(self, tp: TopicPartition) -> Path | None:
+        """Kafka's stray-replica handling: the replica of ``tp`` is no longer assigned to this
+        broker. It is closed, renamed ``<topic>-<partition>.<uuid>-delete`` with a WARN line
+        naming both paths, and deleted after ``file.delete.delay.ms`` (rename it back before
+        then, with the broker stopped, to keep it). Only a loaded replica can be one: a
+        directory is loaded only when it is a partition name holding Kafka log files.
+
+        Returns:
+            The renamed directory, or None when this broker has no loaded replica of ``tp``.
+
+        Raises:
+            LogDirOfflineError: its dir failed during the rename (it is offline now).
+        """
+        doomed = self._rename_for_delete(tp)
+        if doomed is not None:
+            logger.warning(
+                "%s in %s is not assigned to this broker: renamed to %s, deleted in %d ms "
+                "(file.delete.delay.ms); to keep it, stop the broker and rename it back",
+                tp, doomed.parent, doomed.name, self.deleter.delay_ms)
+        return doomed
+
+    def _rename_for_delete(self, tp: TopicPartition) -> Path | None:
         self.mover.cancel(tp)
         with self._lock:
             log = self._logs.pop(tp, None)
             log_dir = self._log_dir_of.pop(tp, None)
         if log is None or log_dir is None:
-            return False
+            return None
         with self.failure.guard(log_dir, tp):
             log.close()
-            doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
+            doomed = child_path(log_dir, f"{log.dir.name}.{uuid.uuid4().hex}-delete")
             os.replace(log.dir, doomed)
             fsync_dir(log_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
-        return True
+        self.deleter.schedule(doomed)
+        return doomed
 
     # ------------------------------------------------------------------ serving
     def _serving(self, tp: TopicPartition) -> tuple[Log, Path]:
@@ -539,9 +707,16 @@ class LogManager:
                 return log, log_dir
             offline = self._offline_partitions.get(tp)
         if offline is not None:
-            raise LogDirOfflineError(f"{tp} is offline: its log dir {offline} failed",
-                                     path=str(offline), partition=tp)
+            raise self._offline_error(tp, offline)
         raise LogError(f"{tp} has no log on this broker")
+
+    def _offline_error(self, tp: TopicPartition, log_dir: Path) -> LogDirOfflineError:
+        problem = self._load_failures.get(tp)
+        if problem is not None:
+            return LogDirOfflineError(f"{tp} is offline: its files failed to load: {problem}",
+                                      path=str(log_dir), partition=tp)
+        return LogDirOfflineError(f"{tp} is offline: its log dir {log_dir} failed",
+                                  path=str(log_dir), partition=tp)
 
     def append(self, tp: TopicPartition, records: bytes | bytearray | memoryview,
                **kwargs: Any) -> AppendInfo:
@@ -615,7 +790,8 @@ class LogManager:
     @property
     def offline_partitions(self) -> dict[TopicPartition, Path]:
         """Replicas out of service because their dir failed (or, startup rule 3, because only
-        their future log survived while a dir is offline), with that dir."""
+        their future log survived while a dir is offline, or because their files failed to
+        load at startup), with that dir."""
         with self._lock:
             return dict(self._offline_partitions)
 
@@ -717,8 +893,8 @@ class LogManager:
                                                           if d in set(log_dirs)]
         with self._lock:
             for log_dir in wanted:
-                if log_dir in self.failure.offline:
-                    continue
+                if log_dir in self.failure.offline or log_dir not in self._lock_fds:
+                    continue  # never write into a dir this manager does not hold
                 tps = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
                 logs = {tp: self._logs[tp] for tp in tps}
                 try:
@@ -860,6 +1036,17 @@ class LogManager:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+def _load_problem(partition_dir: Path, exc: BaseException) -> str:
+    """One line naming the file (when the error knows it) and the problem of a failed load."""
+    problem = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    file = getattr(exc, "path", None) or getattr(exc, "filename", None)
+    if file and str(file) not in problem:
+        return f"{file}: {problem}"
+    if file:
+        return problem
+    return f"loading {partition_dir} failed: {problem}"
 
 
 __all__ = ["LOCK_FILE", "STARTUP_DELETE_GRACE_SECONDS", "LogManager", "MaintenanceIntervals",

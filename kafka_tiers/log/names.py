@@ -30,6 +30,9 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _SEGMENT_FILE = re.compile(r"(\d{20})(\.[a-z]+)((?:\.deleted|\.cleaned|\.swap)?)")
+#: the files of a partition directory that are not segment-family files (Kafka's names)
+PARTITION_STATE_FILES = ("leader-epoch-checkpoint", "partition.metadata")
+_TMP = ".tmp"
 
 
 def validate_topic(topic: str) -> str:
@@ -122,12 +125,27 @@ def parse_segment_file(name: str) -> tuple[int, str, str] | None:
     return int(m[1]), m[2], m[3]
 
 
+def is_kafka_partition_file(name: str) -> bool:
+    """True for a file name Kafka (and this broker) writes in a partition directory: a
+    segment-family file (``<20 digits>`` + ``.log``/``.index``/``.timeindex``/``.txnindex``/
+    ``.snapshot``, optionally ``.deleted``/``.cleaned``/``.swap``), ``leader-epoch-checkpoint``,
+    ``partition.metadata``, or one of those with ``.tmp`` (an interrupted crash-safe write).
+    What a delete may remove from a partition directory it owns; nothing else."""
+    if name.endswith(_TMP):
+        name = name[:-len(_TMP)]
+    if name in PARTITION_STATE_FILES:
+        return True
+    parsed = parse_segment_file(name)
+    return parsed is not None and parsed[1] in (*SEGMENT_SUFFIXES, SNAPSHOT_SUFFIX)
+
+
 __all__ = [
     "CLEANED_SUFFIX",
     "DELETED_SUFFIX",
     "INDEX_SUFFIX",
     "LOG_SUFFIX",
     "MAX_TOPIC_LENGTH",
+    "PARTITION_STATE_FILES",
     "SEGMENT_SUFFIXES",
     "SNAPSHOT_SUFFIX",
     "SWAP_SUFFIX",
@@ -135,6 +153,7 @@ __all__ = [
     "TXN_INDEX_SUFFIX",
     "PartitionDir",
     "child_path",
+    "is_kafka_partition_file",
     "parse_partition_dir",
     "parse_segment_file",
     "partition_dir",

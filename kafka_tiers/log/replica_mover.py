@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import shutil
 import threading
 import time
@@ -47,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from kafka_tiers.log.describe import last_batch_header
+from kafka_tiers.log.dir_deleter import DirDeleter
 from kafka_tiers.log.errors import LogClosedError, LogError, OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_dir_failure import LogDirOfflineError, dir_of_path
@@ -132,55 +132,6 @@ class _Move:
     last_batch: tuple[int, int] | None = None
 
 
-class AsyncDeleter:
-    """Deletes ``-delete`` directories on a daemon thread (document 000: "subject to
-    asynchronous delete"). :meth:`wait` is for tests and shutdown."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[Path | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._pending = 0
-        self._idle = threading.Condition(self._lock)
-
-    def schedule(self, path: Path) -> None:
-        """Delete ``path`` (a ``-delete`` directory) soon."""
-        with self._lock:
-            self._pending += 1
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="kafka-tiers-log-deleter")
-                self._thread.start()
-        self._queue.put(path)
-
-    def _run(self) -> None:
-        while True:
-            path = self._queue.get()
-            if path is None:
-                return
-            try:
-                shutil.rmtree(path)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                logger.warning("cannot delete %s: %s", path, exc)
-            finally:
-                with self._lock:
-                    self._pending -= 1
-                    self._idle.notify_all()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every scheduled delete ran; True when none is left."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            while self._pending:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._idle.wait(left)
-            return True
-
-
 def _copy_range(src: Path, dest: Path, length: int, throttle: Throttle,
                 cancel: threading.Event, progress: MoveStatus, chunk: int) -> None:
     """Copy the first ``length`` bytes of ``src`` to a new ``dest`` in throttled chunks,
@@ -233,11 +184,12 @@ class ReplicaMover:
         throttle: the shared byte-rate limiter.
     """
 
-    def __init__(self, manager: LogManager, threads: int, throttle: Throttle) -> None:
+    def __init__(self, manager: LogManager, threads: int, throttle: Throttle,
+                 deleter: DirDeleter | None = None) -> None:
         self.manager = manager
         self.threads = max(1, threads)
         self.throttle = throttle
-        self.deleter = AsyncDeleter()
+        self.deleter = deleter if deleter is not None else DirDeleter()
         self._lock = threading.RLock()
         self._moves: dict[TopicPartition, _Move] = {}
         self._history: dict[TopicPartition, MoveStatus] = {}
@@ -641,7 +593,7 @@ class ReplicaMover:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
             self._pool = None
-        self.deleter.wait(30)
+        self.deleter.close(30)
 
 
 def _last_batch(records: bytes | bytearray) -> tuple[int, int] | None:
@@ -710,7 +662,6 @@ __all__ = [
     "QUEUED",
     "REPLICA_NOT_AVAILABLE",
     "SWAPPING",
-    "AsyncDeleter",
     "MoveStatus",
     "ReplicaMover",
     "normalize_request",
