@@ -86,6 +86,7 @@ from kafka_tiers.cluster.replica_manager import ReplicaRole
 from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
+from kafka_tiers.log.handles import OpenFilesCollector
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.names import validate_topic
@@ -226,6 +227,7 @@ class Broker:
         self._time = time_fn
         self._background = background
         self.metrics = RemoteStorageMetrics()
+        self.metrics.registry.register(OpenFilesCollector())  # log.open.files.max's gauges
         self.topic_configs = TopicConfigs(self.config)
         self.log_manager: LogManager | None = None
         self.rlm: RemoteLogManager | None = None

@@ -549,8 +549,13 @@ class Controller:
 
     def _send_leader_and_isr(self, states: Mapping[TopicPartition, PartitionState],
                              to: Iterable[int] | None = None,
-                             log_dirs: Mapping[tuple[TopicPartition, int], str] | None = None
+                             log_dirs: Mapping[tuple[TopicPartition, int], str] | None = None,
+                             failures: dict[tuple[TopicPartition, int], str] | None = None
                              ) -> dict[int, bool]:
+        """Send LeaderAndIsr for ``states`` to their live replicas; returns which brokers
+        answered. ``failures`` (when given) receives ``(partition, broker) -> reason`` for
+        every replica a broker did not apply (its answer's per-partition error, or no answer).
+        """
         per: dict[int, list[dict[str, Any]]] = {b: [] for b in self.live}
         only = set(to) if to is not None else None
         live = self.live
@@ -563,10 +568,28 @@ class Controller:
                     else:
                         entry = shared = shared or self._entry(tp, st)
                     per[b].append(entry)
-        return self._broadcast(ApiKey.LEADER_AND_ISR, {b: e for b, e in per.items() if e})
+        sent = {b: e for b, e in per.items() if e}
+        answers: dict[int, Mapping[str, Any]] | None = {} if failures is not None else None
+        ok = self._broadcast(ApiKey.LEADER_AND_ISR, sent, answers=answers)
+        if failures is not None and answers is not None:
+            for b, entries in sent.items():
+                if not ok.get(b):
+                    for e in entries:
+                        failures[(TopicPartition(e["topic"], e["partition"]), b)] = \
+                            f"broker {b} did not answer"
+                    continue
+                for r in answers.get(b, {}).get("partitions", ()):
+                    if int(r.get("error", 0)) != ErrorCode.NONE:
+                        code = ErrorCode(int(r["error"])) if int(r["error"]) in \
+                            ErrorCode._value2member_map_ else r["error"]
+                        name = getattr(code, "name", code)
+                        failures[(TopicPartition(r["topic"], int(r["partition"])), b)] = \
+                            f"broker {b}: {name}: {r.get('message', '')}".rstrip(": ")
+        return ok
 
     def _broadcast(self, api: ApiKey, per: Mapping[int, list[dict[str, Any]]],
-                   extra: Mapping[str, Any] | None = None) -> dict[int, bool]:
+                   extra: Mapping[str, Any] | None = None,
+                   answers: dict[int, Mapping[str, Any]] | None = None) -> dict[int, bool]:
         brokers = self._brokers_map()
         fenced = sorted(self.shutting_down)  # leaders never add these to an ISR
 
@@ -578,7 +601,10 @@ class Controller:
                     "brokers": brokers, "fenced": fenced, "partitions": parts,
                     **(extra or {})}
             try:
-                self.client.send(address_of(reg), api, body, timeout=self.request_timeout)
+                resp = self.client.send(address_of(reg), api, body,
+                                        timeout=self.request_timeout)
+                if answers is not None:
+                    answers[b] = resp.body
                 return True
             except TransportError as exc:
                 log.warning("controller %s: %s to broker %s failed: %s", self.broker_id,
@@ -689,9 +715,40 @@ class Controller:
             self.assignments[tp] = tuple(reps)
             new_states[tp] = states[tp.partition]
         self._commit_states(new_states)
-        self._send_leader_and_isr(new_states)
+        failures: dict[tuple[TopicPartition, int], str] = {}
+        self._send_leader_and_isr(new_states, failures=failures)
         self.core.topic_created(topic, {tp: r for tp, r in plan.items()})
+        self._refuse_uncreated(topic, plan, failures)
         return {tp.partition: list(r) for tp, r in plan.items()}
+
+    def _refuse_uncreated(self, topic: str, plan: Mapping[TopicPartition, Sequence[int]],
+                          failures: Mapping[tuple[TopicPartition, int], str]) -> None:
+        """CreateTopics never answers OK for a partition no replica could be created for:
+        raises ``KAFKA_STORAGE_ERROR`` (retriable in Kafka's clients) naming those partitions
+        and the first broker's reason. The topic stays in the metadata (as in Kafka, whose
+        failed replicas show as offline partitions); a partition with at least one created
+        replica is served and only under-replicated.
+
+        Raises:
+            ApiError: ``KAFKA_STORAGE_ERROR`` when some partition has no created replica.
+        """
+        dead = [tp for tp, reps in plan.items()
+                if reps and all((tp, b) in failures or b not in self.live for b in reps)]
+        if not dead:
+            return
+        dead.sort(key=lambda tp: tp.partition)
+        first = dead[0]
+        reason = next((failures[(first, b)] for b in plan[first] if (first, b) in failures),
+                      "no live replica")
+        shown = ", ".join(str(tp.partition) for tp in dead[:10]) + (
+            f" and {len(dead) - 10} more" if len(dead) > 10 else "")
+        log.error("controller %s: %d of %d new partitions of %s could not be created on any "
+                  "replica: %s", self.broker_id, len(dead), len(plan), topic, reason)
+        raise ApiError(
+            f"topic {topic!r}: {len(dead)} of {len(plan)} partitions could not be created on "
+            f"any replica (partitions {shown}; {reason}); they stay offline until a replica "
+            "can be created: free the resource named, then restart that broker",
+            ErrorCode.KAFKA_STORAGE_ERROR)
 
     def _replica_counts(self) -> dict[int, int]:
         """Replicas each broker holds (counted once, then kept up to date by creations;

@@ -51,6 +51,11 @@ from kafka_tiers.cluster.transport import (
 from kafka_tiers.limits import check_request_entries
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
+from kafka_tiers.log.log_dir_failure import (
+    LogDirOfflineError,
+    is_resource_exhaustion,
+    resource_error,
+)
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.records import RecordBatch
 from kafka_tiers.plugins.hooks import Hooks
@@ -378,15 +383,29 @@ class ReplicaManager:
 
         def one(e: Mapping[str, Any]) -> dict[str, Any]:
             tp = TopicPartition(e["topic"], int(e["partition"]))
+            message = None
             try:
                 self._apply(tp, e, cepoch)
                 code = ErrorCode.NONE
             except ApiError as exc:
-                code = exc.code
-            except Exception:
-                log.exception("broker %s: LeaderAndIsr for %s failed", self.broker_id, tp)
-                code = ErrorCode.UNKNOWN
-            return {"topic": tp.topic, "partition": tp.partition, "error": int(code)}
+                code, message = exc.code, str(exc)
+            except (LogDirOfflineError, OSError, MemoryError) as exc:
+                # the replica could not be created or opened here (an offline dir, or out of
+                # descriptors / memory / space): the controller reports it, never "OK"
+                code, message = ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+                log.warning("broker %s: replica %s not available: %s", self.broker_id, tp, exc)
+            except Exception as exc:
+                if is_resource_exhaustion(exc) is None:
+                    log.exception("broker %s: LeaderAndIsr for %s failed", self.broker_id, tp)
+                    code = ErrorCode.UNKNOWN
+                else:
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
+                message = str(exc)
+            out: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition,
+                                   "error": int(code)}
+            if message is not None:
+                out["message"] = message[:500]
+            return out
 
         if len(entries) < 32:
             return {"partitions": [one(e) for e in entries]}
@@ -541,7 +560,16 @@ class ReplicaManager:
                                f"min.insync.replicas={self.min_isr}",
                                ErrorCode.NOT_ENOUGH_REPLICAS, nothing_done=True)
             epoch = p.leader_epoch
-            info = p.log.append(records, leader_epoch=epoch)
+            try:
+                info = p.log.append(records, leader_epoch=epoch)
+            except (OSError, MemoryError) as exc:
+                resource = is_resource_exhaustion(exc)
+                if resource is None:
+                    raise
+                # refused, retriable; the replica and the dir stay online
+                raise ApiError(str(resource_error(exc, resource, f"producing to {tp}",
+                                                  partition=tp)),
+                               ErrorCode.KAFKA_STORAGE_ERROR, nothing_done=True) from exc
             self._maybe_advance_hw(p)
         with self._data:
             self._data.notify_all()

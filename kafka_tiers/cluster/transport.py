@@ -94,6 +94,7 @@ class ErrorCode(enum.IntEnum):
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     POLICY_VIOLATION = 44
+    KAFKA_STORAGE_ERROR = 56
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     ELECTION_NOT_NEEDED = 84
@@ -107,6 +108,9 @@ RETRIABLE = frozenset({
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     ErrorCode.NOT_CONTROLLER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+    # Kafka's KafkaStorageException is retriable: another replica may lead, or (out of
+    # descriptors, memory or space, never a disk failure here) the resource comes back
+    ErrorCode.KAFKA_STORAGE_ERROR,
 })
 
 

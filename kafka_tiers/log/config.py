@@ -73,6 +73,11 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("num.replica.move.threads", Int(min=1), None,
               "Threads moving replicas between log dirs (KIP-113); default: one per log dir.",
               aliases=("num.replica.alter.log.dirs.threads",)),
+    ConfigKey("log.open.files.max", Int(min=8), 512,
+              "The most file descriptors all logs of the process keep open between uses "
+              "(segment files and index maps, active segments included); the least recently "
+              "used are closed beyond it and reopened on next use. Not a Kafka key: Kafka "
+              "keeps every segment's files open."),
     ConfigKey("intra.broker.throttled.rate", Int(min=1), LONG_MAX,
               "Bytes per second all replica moves between log dirs share (KIP-113); "
               "default unlimited.",

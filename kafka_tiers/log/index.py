@@ -9,10 +9,12 @@
 As Kafka does, the index of the active segment is preallocated to ``log.index.size.max.bytes``
 (rounded down to whole entries) and memory-mapped for appends; it is trimmed to its entries when
 the segment is rolled or the log closed. Constructing an index touches no file: the file is
-opened (and mapped) on first use, and an inactive index's mapping can be released at any time
-(:mod:`kafka_tiers.log.handles`) and reopens on next use. After an unclean shutdown a
-preallocated file ends in zero entries; they are not entries (an entry after the first can never
-be all zeros) and are ignored.
+opened (and mapped) on first use, its own descriptor is closed as soon as it is mapped (the map
+keeps one), and the mapping of any index, active or not, is registered in the shared handle
+cache (:mod:`kafka_tiers.log.handles`): released when idle, remapped on next use. The entry
+count is kept across releases, so a size check (``is_full``) costs no descriptor. After an
+unclean shutdown a preallocated file ends in zero entries; they are not entries (an entry after
+the first can never be all zeros) and are ignored.
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ class _Index:
         self._writable = writable
         self._lock = threading.RLock()
         self._mm: mmap.mmap | None = None
-        self._fd: int | None = None
-        self._entries: int | None = None  # None: not loaded
+        self._mapped = False  # the file is open (``_mm`` is None for an empty read-only file)
+        self._entries: int | None = None  # None: never read; kept while released
+        self._dirty = False  # written since the last fsync (survives a release)
+        self._used = False  # mapped at least once by this object
         self._file_length = 0
         self._closed = False
 
@@ -69,13 +73,23 @@ class _Index:
 
     @property
     def loaded(self) -> bool:
-        """True when the file is open (nothing is read before first use)."""
-        return self._entries is not None
+        """True once the file was opened by this object (it may be unmapped since)."""
+        return self._used
+
+    @property
+    def mapped(self) -> bool:
+        """True while the file is open (holding a descriptor in the handle cache)."""
+        return self._mapped
 
     def _load(self) -> None:
-        if self._entries is not None:
-            if not self._writable:
-                HANDLES.touch(self)
+        """Map the file if it is not (the caller holds the lock); record the use.
+
+        Raises:
+            LogClosedError: the index was closed.
+            OSError: opening or mapping failed (EMFILE, ENOMEM, ... are raised as they are).
+        """
+        if self._mapped:
+            HANDLES.touch(self)
             return
         if self._closed:
             raise LogClosedError(f"index {self.path} is closed")
@@ -85,7 +99,8 @@ class _Index:
         except FileNotFoundError:
             if self._writable:
                 raise
-            self._fd, self._mm, self._file_length, self._entries = None, None, 0, 0
+            self._mm, self._file_length, self._entries = None, 0, 0
+            self._mapped = True  # nothing open, nothing registered
             return
         try:
             length = os.fstat(fd).st_size
@@ -101,12 +116,12 @@ class _Index:
                 self._mm = mmap.mmap(fd, entries * self.entry_size, access=mmap.ACCESS_READ)
             else:
                 self._mm = None
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        self._entries = self._count_real_entries(entries) if entries else 0
-        if not self._writable:
+        finally:
+            os.close(fd)  # the map keeps its own descriptor
+        self._mapped = self._used = True
+        if self._entries is None:
+            self._entries = self._count_real_entries(entries) if entries else 0
+        if self._mm is not None:
             HANDLES.touch(self)
 
     def _count_real_entries(self, entries: int) -> int:
@@ -127,8 +142,9 @@ class _Index:
         return lo
 
     def release(self) -> bool:
-        """Close an idle read-only mapping (it reopens on next use). True when released."""
-        if self._writable or not self._lock.acquire(blocking=False):
+        """Unmap an idle index, active or not (it remaps on next use; unsynced entries stay
+        in the page cache and are synced by the next :meth:`flush`). True when released."""
+        if not self._lock.acquire(blocking=False):
             return False
         try:
             self._unmap()
@@ -140,16 +156,24 @@ class _Index:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        self._entries = None
+        self._mapped = False
+        HANDLES.forget(self)
 
     def flush(self) -> None:
-        """Write the mapped entries to disk (fsync)."""
+        """Write the entries to disk (fsync), reopening the file briefly when it was released.
+        """
         with self._lock:
+            if not self._dirty:
+                return
             if self._mm is not None and self._writable:
                 self._mm.flush()
+            elif not self._closed and self.path.exists():
+                fd = os.open(self.path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            self._dirty = False
 
     def trim(self) -> None:
         """Cut the file to its entries and switch to read-only (on roll and close)."""
@@ -158,18 +182,36 @@ class _Index:
                 self._writable = False
                 return
             if self._writable:
-                assert self._fd is not None
                 entries = self._entries
-                if self._mm is not None:
-                    self._mm.flush()
-                    self._mm.close()
-                    self._mm = None
-                os.ftruncate(self._fd, entries * self.entry_size)
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = None
-                self._entries = None
+                self._unmap()
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, entries * self.entry_size)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                self._file_length = entries * self.entry_size
+                self._dirty = False
                 self._writable = False
+
+    def preallocate(self) -> None:
+        """Create a new, empty writable index file at its preallocated size without mapping
+        it (a new segment costs no descriptor until its first index entry).
+
+        Raises:
+            CorruptIndexError: the index is read-only.
+        """
+        with self._lock:
+            if not self._writable:
+                raise CorruptIndexError(f"index {self.path} is read-only", path=str(self.path))
+            self._unmap()
+            size = self.max_entries * self.entry_size
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+            self._file_length, self._entries, self._dirty = size, 0, False
 
     def make_writable(self) -> None:
         """Reopen for appends (preallocated), as when a segment becomes active again."""
@@ -177,7 +219,6 @@ class _Index:
             if self._writable:
                 return
             self._unmap()
-            HANDLES.forget(self)
             self._writable = True
 
     def close(self) -> None:
@@ -187,14 +228,12 @@ class _Index:
                 return
             self.trim()
             self._unmap()
-            HANDLES.forget(self)
             self._closed = True
 
     def delete(self) -> None:
         """Close and remove the file (missing is fine)."""
         with self._lock:
             self._unmap()
-            HANDLES.forget(self)
             self._closed = True
             self.path.unlink(missing_ok=True)
 
@@ -219,7 +258,12 @@ class _Index:
 
     @property
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        """True when no entry can be added (no file is opened once the count is known)."""
+        with self._lock:
+            if self._entries is None:
+                self._load()
+            assert self._entries is not None
+            return self._entries >= self.max_entries
 
     @property
     def file_length(self) -> int:
@@ -253,6 +297,7 @@ class _Index:
             self._mm[n * self.entry_size:self._entries * self.entry_size] = bytes(
                 (self._entries - n) * self.entry_size)
             self._entries = n
+            self._dirty = True
         else:
             # read-only: rewrite the file shorter
             self._unmap()
@@ -262,6 +307,8 @@ class _Index:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            self._entries = n
+            self._file_length = n * self.entry_size
 
     def reset(self) -> None:
         """Remove every entry."""
@@ -360,6 +407,7 @@ class OffsetIndex(_Index):
             assert self._mm is not None
             self.ENTRY.pack_into(self._mm, n * self.entry_size, rel, position)
             self._entries = n + 1
+            self._dirty = True
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with offset >= ``offset``."""
@@ -456,6 +504,7 @@ class TimeIndex(_Index):
             assert self._mm is not None
             self.ENTRY.pack_into(self._mm, n * self.entry_size, timestamp, rel)
             self._entries = n + 1
+            self._dirty = True
             return True
 
     def truncate_to(self, offset: int) -> None:

@@ -4,8 +4,8 @@ that dir offline, not the broker.
 What is guarded: every call the :class:`~kafka_tiers.log.log_manager.LogManager` makes into a
 dir on behalf of a replica or of the dir itself — ``append`` / ``read`` through the manager,
 creating a log, checkpoints, flushes, retention, deleting a log, startup of a dir, and every
-step of a replica move (source and destination). An :class:`OSError` there (EIO, ENOSPC,
-EROFS, EACCES, ...) is handed to :meth:`LogDirFailureHandler.fail` with the dir it happened in,
+step of a replica move (source and destination). An :class:`OSError` there (EIO, EROFS,
+EACCES, ...) is handed to :meth:`LogDirFailureHandler.fail` with the dir it happened in,
 which:
 
 1. marks the dir offline (idempotent: the first error wins, later ones are ignored);
@@ -18,6 +18,14 @@ which:
 
 Replicas on the other dirs keep serving throughout: nothing here holds the manager's lock while
 touching a log, so a hung disk cannot block the healthy ones.
+
+Running out of a resource is never a disk failure (:func:`is_resource_exhaustion`): out of
+descriptors (EMFILE, ENFILE), of memory (ENOMEM, :class:`MemoryError`) or of space (ENOSPC,
+EDQUOT) refuses only the call that hit it with :class:`ResourceExhaustedError` (retriable; the
+cluster answers Kafka's ``KAFKA_STORAGE_ERROR``, which Kafka clients retry), logged as a WARN
+line naming the resource and the fix; the dir stays online and everything it holds keeps
+serving. (Kafka takes the dir offline on any ``IOException``, ENOSPC included; we do not,
+because a full disk or an exhausted descriptor table heals without replacing the disk.)
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_tiers.api.cluster import TopicPartition
-from kafka_tiers.log.errors import LogDirError
+from kafka_tiers.log.errors import LogDirError, LogError
 
 if TYPE_CHECKING:
     from kafka_tiers.log.log_manager import LogManager
@@ -57,8 +65,67 @@ class LogDirOfflineError(LogDirError):
 
 #: errno values that say "this disk is gone or unusable" (anything else still counts when
 #: raised by a guarded call, but these are what a failed disk gives)
-DISK_ERRNOS = frozenset({errno.EIO, errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM,
-                         errno.ENXIO, errno.ENODEV, errno.EDQUOT})
+DISK_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENXIO,
+                         errno.ENODEV})
+
+#: errno -> the resource that ran out: never a disk failure (see the module doc)
+RESOURCE_ERRNOS: dict[int, str] = {
+    errno.EMFILE: "file descriptors of the process (raise `ulimit -n` or lower "
+                  "log.open.files.max)",
+    errno.ENFILE: "file descriptors of the system (raise fs.file-max)",
+    errno.ENOMEM: "memory",
+    errno.ENOSPC: "disk space (free space or add a log dir)",
+    errno.EDQUOT: "disk quota (raise the quota or free space)",
+}
+
+
+class ResourceExhaustedError(LogError):
+    """A call was refused because the process ran out of descriptors, memory or disk space;
+    nothing of it was done that a retry would repeat, and the log dir stays online.
+    Retriable: the same call may succeed once the resource is back.
+
+    Attributes:
+        resource: what ran out, in words (with the fix).
+        path: the log dir (or file) concerned, when known.
+        partition: the replica asked for, when there is one.
+    """
+
+    retriable = True
+
+    def __init__(self, message: str, *, resource: str, path: str | None = None,
+                 partition: TopicPartition | None = None) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.path = path
+        self.partition = partition
+
+
+def is_resource_exhaustion(exc: BaseException) -> str | None:
+    """What ran out when ``exc`` says so (EMFILE, ENFILE, ENOMEM, ENOSPC, EDQUOT,
+    :class:`MemoryError`), else None."""
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, ResourceExhaustedError):
+        return exc.resource
+    if isinstance(exc, OSError):
+        return RESOURCE_ERRNOS.get(exc.errno or 0)
+    return None
+
+
+def resource_error(exc: BaseException, resource: str, what: str, *,
+                   path: str | os.PathLike[str] | None = None,
+                   partition: TopicPartition | None = None) -> ResourceExhaustedError:
+    """The one-line refusal for ``what`` (e.g. "creating t-0") after running out of
+    ``resource``; logs it as a WARN line."""
+    if isinstance(exc, ResourceExhaustedError):
+        return exc
+    detail = getattr(exc, "strerror", None) or type(exc).__name__
+    message = (f"{what} refused: out of {resource} ({detail}); the log dir stays online, "
+               "retry later")
+    logger.warning("%s", message)
+    return ResourceExhaustedError(message, resource=resource,
+                                  path=None if path is None else os.fspath(path),
+                                  partition=partition)
 
 
 def dir_of_path(path: str | os.PathLike[str] | None,
@@ -100,10 +167,12 @@ class LogDirFailureHandler:
               partition: TopicPartition | None = None) -> Iterator[None]:
         """Run a block that touches ``log_dir``; an :class:`OSError` inside takes the dir
         offline (the dir named by the error's file name when it is another log dir) and is
-        raised again as :class:`LogDirOfflineError`.
+        raised again as :class:`LogDirOfflineError`, unless it says a resource ran out
+        (:func:`is_resource_exhaustion`): then only this call is refused.
 
         Raises:
             LogDirOfflineError: the dir is (or just went) offline.
+            ResourceExhaustedError: out of descriptors, memory or disk space (retriable).
         """
         if log_dir is not None and log_dir in self.offline:
             raise LogDirOfflineError(f"log dir {log_dir} is offline"
@@ -111,7 +180,14 @@ class LogDirFailureHandler:
                                      path=str(log_dir), partition=partition)
         try:
             yield
-        except OSError as exc:
+        except (OSError, MemoryError, ResourceExhaustedError) as exc:
+            resource = is_resource_exhaustion(exc)
+            if resource is not None:
+                raise resource_error(exc, resource, f"a call on log dir {log_dir}"
+                                     + (f" for {partition}" if partition else ""),
+                                     path=log_dir, partition=partition) from exc
+            if not isinstance(exc, OSError):
+                raise
             failed = dir_of_path(getattr(exc, "filename", None),
                                  self.manager.log_dirs) or log_dir
             if failed is None:
@@ -131,8 +207,13 @@ class LogDirFailureHandler:
             raise
 
     def fail(self, log_dir: Path, error: BaseException) -> bool:
-        """Take ``log_dir`` offline (see the module doc). Returns False when it already was.
-        Never raises."""
+        """Take ``log_dir`` offline (see the module doc). Returns False when it already was,
+        or when ``error`` only says a resource ran out (never a disk failure: the dir stays
+        online). Never raises."""
+        resource = is_resource_exhaustion(error)
+        if resource is not None:
+            logger.warning("log dir %s stays online: out of %s (%s)", log_dir, resource, error)
+            return False
         with self._lock:
             if log_dir in self.offline:
                 return False
@@ -160,4 +241,5 @@ class LogDirFailureHandler:
         return True
 
 
-__all__ = ["DISK_ERRNOS", "LogDirFailureHandler", "LogDirOfflineError", "dir_of_path"]
+__all__ = ["DISK_ERRNOS", "RESOURCE_ERRNOS", "LogDirFailureHandler", "LogDirOfflineError",
+           "ResourceExhaustedError", "dir_of_path", "is_resource_exhaustion", "resource_error"]

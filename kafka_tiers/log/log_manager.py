@@ -56,6 +56,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -94,8 +95,14 @@ from kafka_tiers.log.dir_ownership import (
     classify_entry,
 )
 from kafka_tiers.log.errors import LogClosedError, LogDirError, LogError
+from kafka_tiers.log.handles import configure as configure_open_files
 from kafka_tiers.log.log import AppendInfo, FetchData, Log, RollCallback
-from kafka_tiers.log.log_dir_failure import LogDirFailureHandler, LogDirOfflineError
+from kafka_tiers.log.log_dir_failure import (
+    LogDirFailureHandler,
+    LogDirOfflineError,
+    is_resource_exhaustion,
+    resource_error,
+)
 from kafka_tiers.log.names import child_path, partition_dir_name
 from kafka_tiers.log.replica_mover import MoveStatus, ReplicaMover, normalize_request
 from kafka_tiers.log.throttle import Throttle
@@ -235,6 +242,7 @@ class LogManager:
         kwargs.setdefault("num_replica_move_threads", broker["num.replica.move.threads"])
         kwargs.setdefault("intra_broker_throttled_rate", broker["intra.broker.throttled.rate"])
         kwargs.setdefault("file_delete_delay_ms", broker["log.segment.delete.delay.ms"])
+        configure_open_files(broker["log.open.files.max"])  # process-wide, as RLIMIT_NOFILE
         return cls(broker["log.dirs"], LogConfig.from_broker(broker),
                    sanity_check_all=broker["sanity.check.all.logs.enabled"],
                    recovery_threads_per_dir=broker["num.recovery.threads.per.data.dir"],
@@ -595,23 +603,32 @@ class LogManager:
                     f"cannot create {tp} in {target}: {path} exists and is not a Kafka replica "
                     f"(no <20 digits>.log file); move it out of the log dir",
                     path=str(path))
+            existed = path.exists()
             try:
                 if target not in self._lock_fds:
                     self._lock_dir(target)
                 log = Log.open(path, config, on_roll=self.on_roll, time_fn=self._time,
                                clean_shutdown=True)
                 fsync_dir(target)
-            except (_DirUnusableError, OSError) as exc:
+            except (_DirUnusableError, OSError, MemoryError) as exc:
                 error: BaseException = exc
             else:
                 self._logs[tp] = log
                 self._log_dir_of[tp] = target
                 return log
+        resource = is_resource_exhaustion(error)
+        if resource is not None:  # never a disk failure: refuse this creation only
+            if not existed:  # a half-made replica would be refused as foreign next time
+                shutil.rmtree(path, ignore_errors=True)
+            raise resource_error(error, resource, f"creating {tp} in {target}", path=target,
+                                 partition=tp) from error
         self.failure.fail(target, error)  # outside the manager's lock
         raise LogDirOfflineError(f"log dir {target} failed creating {tp}: {error}",
                                  path=str(target), partition=tp) from error
 
     def _choose_dir(self, tp: TopicPartition) -> Path:
+        if len(self.log_dirs) == 1 and self.log_dirs[0] not in self.failure.offline:
+            return self.log_dirs[0]  # no choice: no O(replicas) sizing, no hook call
         infos = self.log_dir_infos(with_disk_space=self.hooks is not None)
         online = [i for i in infos if i.online]
         if not online:

@@ -2,9 +2,12 @@
 ``.txnindex`` files, named by the segment's 20-digit base offset.
 
 Constructing a segment touches no file (KIP-263): the log file's size, the indexes and the
-largest timestamp are read on first use. Only the active segment keeps a writable descriptor;
-inactive ones open read-only on demand through the shared handle cache. A segment is not
-thread-safe for writes: its :class:`~kafka_tiers.log.log.Log` serialises them.
+largest timestamp are read on first use. Every descriptor a segment keeps between calls (its
+``.log`` file, writable when active, and the maps of its two indexes) is registered in the
+shared handle cache (:mod:`kafka_tiers.log.handles`), which closes the least recently used when
+``log.open.files.max`` is reached; the next use reopens them. A write not yet fsynced is
+remembered across such a release and synced by the next :meth:`LogSegment.flush`. A segment is
+not thread-safe for writes: its :class:`~kafka_tiers.log.log.Log` serialises them.
 
 Index maintenance follows Kafka's ``LogSegment``: while appending (or recovering), an offset
 index entry ``(batch last offset, batch position)`` and a time index entry (largest timestamp so
@@ -125,6 +128,7 @@ class LogSegment:
         self._fd: int | None = None
         self._fd_writable = False
         self._fd_lock = threading.RLock()
+        self._unsynced = False  # appended since the last fsync (survives a release)
         self._size: int | None = None
         self._next_offset: int | None = None
         self._max_ts: TimestampOffset | None = None
@@ -172,17 +176,15 @@ class LogSegment:
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
                   max_index_size=max_index_size, active=True,
                   created_ms=int(time.time() * 1000))
-        fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        seg._fd, seg._fd_writable = fd, True
+        # created and closed at once: the first append opens it through the handle cache
+        os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
         seg._size = 0
         seg._next_offset = base_offset
         seg._max_ts = TimestampOffset(-1, base_offset)
         seg._rolling_ts_loaded = True
-        seg.offset_index.path.unlink(missing_ok=True)
-        seg.time_index.path.unlink(missing_ok=True)
         seg.txn_index.path.unlink(missing_ok=True)
-        seg.offset_index.entries  # noqa: B018 - creates the preallocated files
-        seg.time_index.entries  # noqa: B018
+        seg.offset_index.preallocate()  # the preallocated files, not mapped yet
+        seg.time_index.preallocate()
         seg.checked = True
         return seg
 
@@ -191,18 +193,32 @@ class LogSegment:
         return self._active
 
     def release(self) -> bool:
-        """Close an idle read-only descriptor (reopened on next use)."""
-        if self._active or not self._fd_lock.acquire(blocking=False):
+        """Close the ``.log`` descriptor unless in use, active segment included (reopened on
+        next use; a pending fsync is done by the next :meth:`flush`). True when closed."""
+        if not self._fd_lock.acquire(blocking=False):
             return False
         try:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._close_fd()
             return True
         finally:
             self._fd_lock.release()
 
+    def _close_fd(self) -> None:
+        """Close the ``.log`` descriptor if open and stop counting it (caller holds the lock
+        or owns the segment exclusively)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        HANDLES.forget(self)
+
     def _get_fd(self) -> int:
+        """The ``.log`` descriptor, opened if needed (writable when active); records the use
+        in the handle cache (the caller holds ``_fd_lock``).
+
+        Raises:
+            LogClosedError: the segment was closed.
+            OSError: the open failed (EMFILE when the process is out of descriptors).
+        """
         if self._closed:
             raise LogClosedError(f"segment {self.log_path} is closed")
         if self._fd is None:
@@ -212,8 +228,7 @@ class LogSegment:
             else:
                 self._fd = os.open(self.log_path, os.O_RDONLY)
                 self._fd_writable = False
-        if not self._active:
-            HANDLES.touch(self)
+        HANDLES.touch(self)
         return self._fd
 
     def pread(self, size: int, position: int) -> bytes:
@@ -419,6 +434,7 @@ class LogSegment:
             fd = self._get_fd()
             view = memoryview(data)
             written = 0
+            self._unsynced = True
             while written < len(view):
                 written += os.pwrite(fd, view[written:], position + written)
         index_interval = self.index_interval_bytes
@@ -457,9 +473,7 @@ class LogSegment:
         self.offset_index.trim()
         self.time_index.trim()
         with self._fd_lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._close_fd()
         self._active = False
 
     def become_active(self) -> None:
@@ -468,10 +482,7 @@ class LogSegment:
             return
         _ = self.next_offset, self.max_timestamp_and_offset
         with self._fd_lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-        HANDLES.forget(self)
+            self._close_fd()
         self.offset_index.make_writable()
         self.time_index.make_writable()
         self._active = True
@@ -481,10 +492,12 @@ class LogSegment:
                                                       else 0))
 
     def flush(self) -> None:
-        """fsync the log file and the indexes."""
+        """fsync the log file and the indexes (reopening a released file when it has writes
+        not yet synced)."""
         with self._fd_lock:
-            if self._fd is not None and self._fd_writable:
-                os.fsync(self._fd)
+            if self._unsynced:
+                os.fsync(self._get_fd())
+                self._unsynced = False
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
@@ -693,9 +706,8 @@ class LogSegment:
             self.offset_index.trim()
             self.time_index.trim()
         with self._fd_lock:
-            if self._fd is not None and not was_active:
-                os.close(self._fd)
-                self._fd = None
+            if not was_active:
+                self._close_fd()
         self.checked = True
         return RecoveryResult(truncated, valid, problem, count)
 
@@ -714,20 +726,17 @@ class LogSegment:
             if index is not None:
                 index.close()
         with self._fd_lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-        HANDLES.forget(self)
+            self._close_fd()
         self._closed = True
 
     def close_handles(self) -> None:
-        """Release open descriptors and mappings of an inactive segment (reopened on use)."""
-        if not self._active:
-            self.release()
-            for name in ("offset_index", "time_index"):
-                index = self.__dict__.get(name)
-                if index is not None:
-                    index.release()
+        """Release the idle descriptors and mappings of the segment, active or not (they
+        reopen on next use)."""
+        self.release()
+        for name in ("offset_index", "time_index"):
+            index = self.__dict__.get(name)
+            if index is not None:
+                index.release()
 
     def files(self) -> list[Path]:
         """The segment's files that exist."""
@@ -747,12 +756,9 @@ class LogSegment:
 
     def close_for_delete(self) -> None:
         with self._fd_lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._close_fd()
         self.offset_index.close()
         self.time_index.close()
-        HANDLES.forget(self)
         self._closed = True
 
 

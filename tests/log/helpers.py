@@ -46,17 +46,19 @@ def crash(log: Log) -> None:
     no checkpoint. The files stay exactly as the page cache holds them."""
     import os
 
+    from kafka_tiers.log.handles import HANDLES
+
     for seg in log._segments:
         if seg._fd is not None:
             os.close(seg._fd)
             seg._fd = None
+        HANDLES.forget(seg)
         for index in (seg.offset_index, seg.time_index):
             if index._mm is not None:
                 index._mm.close()
                 index._mm = None
-            if index._fd is not None:
-                os.close(index._fd)
-                index._fd = None
+            index._mapped = False
+            HANDLES.forget(index)
             index._closed = True
         seg._closed = True
     log._closed = True
