@@ -198,6 +198,50 @@ def check_request_entries(config: Mapping[str, Any], entries: Any, what: str, *,
     return entries
 
 
+def check_reassignment_entries(config: Mapping[str, Any], entries: Any) -> list[dict[str, Any]]:
+    """Check an AlterPartitionReassignments request: at most ``max.request.partitions``
+    entries, each ``{"topic": str, "partition": int, "replicas": [int, ...]}`` with a
+    partition below ``max.topic.partitions``, 1 to ``max.replication.factor`` distinct
+    replicas and, when given, one ``log_dirs`` item per replica.
+
+    Returns:
+        the entries as plain dicts (topic, partition, replicas, log_dirs when given).
+
+    Raises:
+        LimitExceededError: ``INVALID_REQUEST``, ``INVALID_PARTITIONS``,
+            ``INVALID_REPLICATION_FACTOR`` or ``INVALID_REPLICA_ASSIGNMENT``, naming the entry.
+    """
+    out = []
+    for i, e in enumerate(check_request_entries(config, entries, "partitions to reassign")):
+        where = f"partitions[{i}]"
+        if not isinstance(e, Mapping) or not isinstance(e.get("topic"), str):
+            raise LimitExceededError(f"{where} must be an object with a topic", key="",
+                                     limit=0, value=None, error_code="INVALID_REQUEST")
+        partition = check_partition_index(config, e.get("partition"), f"{where}.partition")
+        replicas = e.get("replicas")
+        if not isinstance(replicas, list):
+            raise LimitExceededError(f"{where}.replicas must be a list of broker ids", key="",
+                                     limit=0, value=None, error_code="INVALID_REQUEST")
+        check_replication_factor(config, len(replicas))
+        ids = [as_count(b, f"{where}.replicas item", minimum=0,
+                        error_code="INVALID_REPLICA_ASSIGNMENT") for b in replicas]
+        if len(set(ids)) != len(ids):
+            raise LimitExceededError(f"{where}.replicas {ids} names a broker twice", key="",
+                                     limit=0, value=ids,
+                                     error_code="INVALID_REPLICA_ASSIGNMENT")
+        entry: dict[str, Any] = {"topic": e["topic"], "partition": partition, "replicas": ids}
+        dirs = e.get("log_dirs")
+        if dirs is not None:
+            if (not isinstance(dirs, list) or len(dirs) != len(ids)
+                    or not all(isinstance(d, str) for d in dirs)):
+                raise LimitExceededError(f"{where}.log_dirs must list one dir per replica",
+                                         key="", limit=0, value=None,
+                                         error_code="INVALID_REQUEST")
+            entry["log_dirs"] = dirs
+        out.append(entry)
+    return out
+
+
 def check_broker_partitions(config: Mapping[str, Any], current: Mapping[int, int],
                             new_replicas: Iterable[Iterable[int]]) -> None:
     """Check that adding ``new_replicas`` (one replica list per new partition) keeps every
@@ -230,6 +274,7 @@ __all__ = [
     "check_broker_partitions",
     "check_new_partitions",
     "check_partition_index",
+    "check_reassignment_entries",
     "check_replication_factor",
     "check_request_entries",
 ]

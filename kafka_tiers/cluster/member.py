@@ -64,7 +64,7 @@ from kafka_tiers.cluster.transport import (
     TransportError,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.limits import as_count, check_request_entries
+from kafka_tiers.limits import as_count, check_reassignment_entries, check_request_entries
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.placement.service import PlacementService
 from kafka_tiers.plugins.hooks import Hooks
@@ -471,8 +471,7 @@ class ClusterMember:
 
     def _alter_reassignments(self, req: Request) -> Response:
         assert self.metadata is not None
-        entries = check_request_entries(self.config, req.body["partitions"],
-                                        "partitions to reassign")
+        entries = check_reassignment_entries(self.config, req.body.get("partitions"))
         self.metadata.request_reassignment(entries)
         return Response({"accepted": len(entries)})
 

@@ -126,6 +126,28 @@ def test_listed_topics_and_partitions_are_bounded(make_cluster: Make) -> None:
     assert reassign.error == ErrorCode.INVALID_REQUEST
 
 
+@pytest.mark.parametrize(("entry", "code"), [
+    ({"topic": "a", "partition": 0}, ErrorCode.INVALID_REQUEST),
+    ({"partition": 0, "replicas": [1]}, ErrorCode.INVALID_REQUEST),
+    ({"topic": "a", "partition": HUGE, "replicas": [1]}, ErrorCode.INVALID_PARTITIONS),
+    ({"topic": "a", "partition": 0, "replicas": list(range(100))},
+     ErrorCode.INVALID_REPLICATION_FACTOR),
+    ({"topic": "a", "partition": 0, "replicas": [1, 1]}, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    ({"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]},
+     ErrorCode.INVALID_REQUEST),
+])
+def test_reassignment_entries_are_checked_before_they_are_stored(
+        make_cluster: Make, entry: dict, code: ErrorCode) -> None:
+    c = make_cluster()
+    cl = c.client()
+    address = cl.broker_address(cl.metadata()["controller"])
+    resp = cl.transport.send_raw(address, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                                 {"partitions": [entry]})
+    assert resp.error == code
+    assert cl.transport.send(address, ApiKey.LIST_PARTITION_REASSIGNMENTS, {}).body == \
+        {"partitions": []}
+
+
 def test_a_batch_above_message_max_bytes_is_message_too_large(make_cluster: Make) -> None:
     c = make_cluster(overrides={"message.max.bytes": "1024"})
     cl = c.client()
