@@ -155,14 +155,14 @@ def test_foreign_directories_are_left_alone_and_reported_once(
     (d / "lost+found").mkdir()
     foreign = {k: v for k, v in snapshot(d).items()
                if k.split("/")[0] in ("backup-2024", "foo-1", "not a partition")}
-    with caplog.at_level(logging.WARNING, logger="kafka_tiers.log.log_manager"):
-        with LogManager([d], CONFIG, meta_properties=ME) as m:
-            assert set(m.logs) == {TopicPartition("t", 0)}
-            assert sorted(Path(p).name for p in m.report.foreign_dirs) == [
-                "backup-2024", "foo-1", "not a partition"]
-            # a replica is never created over a foreign directory
-            with pytest.raises(LogDirError, match="not a Kafka replica"):
-                m.get_or_create_log(TopicPartition("foo", 1))
+    with (caplog.at_level(logging.WARNING, logger="kafka_tiers.log.log_manager"),
+          LogManager([d], CONFIG, meta_properties=ME) as m):
+        assert set(m.logs) == {TopicPartition("t", 0)}
+        assert sorted(Path(p).name for p in m.report.foreign_dirs) == [
+            "backup-2024", "foo-1", "not a partition"]
+        # a replica is never created over a foreign directory
+        with pytest.raises(LogDirError, match="not a Kafka replica"):
+            m.get_or_create_log(TopicPartition("foo", 1))
     lines = [r.getMessage() for r in caplog.records if "not Kafka replicas" in r.getMessage()]
     assert len(lines) == 1 and "backup-2024" in lines[0] and "foo-1" in lines[0]
     assert {k: v for k, v in snapshot(d).items() if k.split("/")[0] in
@@ -237,17 +237,17 @@ def test_a_stray_replica_is_renamed_then_deleted_after_the_delay(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     d = tmp_path / "a"
     populate([d], ME, partitions=2)
-    with caplog.at_level(logging.WARNING, logger="kafka_tiers.log.log_manager"):
-        with LogManager([d], CONFIG, meta_properties=ME, file_delete_delay_ms=400) as m:
-            doomed = m.delete_stray_replica(TopicPartition("t", 1))
-            assert doomed is not None and doomed.parent == d
-            assert doomed.name.startswith("t-1.") and doomed.name.endswith("-delete")
-            assert not (d / "t-1").exists() and doomed.exists()  # renamed, not deleted yet
-            assert m.get_log(TopicPartition("t", 1)) is None
-            assert m.delete_stray_replica(TopicPartition("t", 1)) is None
-            assert m.deleter.wait(5)
-            assert not doomed.exists()
-            assert read_all(m.get_log(TopicPartition("t", 0)))  # the other one serves
+    with (caplog.at_level(logging.WARNING, logger="kafka_tiers.log.log_manager"),
+          LogManager([d], CONFIG, meta_properties=ME, file_delete_delay_ms=400) as m):
+        doomed = m.delete_stray_replica(TopicPartition("t", 1))
+        assert doomed is not None and doomed.parent == d
+        assert doomed.name.startswith("t-1.") and doomed.name.endswith("-delete")
+        assert not (d / "t-1").exists() and doomed.exists()  # renamed, not deleted yet
+        assert m.get_log(TopicPartition("t", 1)) is None
+        assert m.delete_stray_replica(TopicPartition("t", 1)) is None
+        assert m.deleter.wait(5)
+        assert not doomed.exists()
+        assert read_all(m.get_log(TopicPartition("t", 0)))  # the other one serves
     lines = [r.getMessage() for r in caplog.records if "not assigned" in r.getMessage()]
     assert len(lines) == 1 and "t-1" in lines[0] and "file.delete.delay.ms" in lines[0]
 
@@ -299,10 +299,9 @@ def test_one_failing_partition_takes_only_itself_offline(
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Log, "open", staticmethod(failing_open))
-    with caplog.at_level(logging.ERROR):
-        with LogManager(dirs, CONFIG, meta_properties=ME) as m:
-            _check_only_t1_is_offline(m, where, caplog, "leader-epoch-checkpoint")
-            assert "epoch went backwards" in m.report.failed_partitions[TopicPartition("t", 1)]
+    with caplog.at_level(logging.ERROR), LogManager(dirs, CONFIG, meta_properties=ME) as m:
+        _check_only_t1_is_offline(m, where, caplog, "leader-epoch-checkpoint")
+        assert "epoch went backwards" in m.report.failed_partitions[TopicPartition("t", 1)]
 
 
 def test_a_malformed_leader_epoch_checkpoint_does_not_stop_the_broker(
@@ -310,14 +309,13 @@ def test_a_malformed_leader_epoch_checkpoint_does_not_stop_the_broker(
     dirs, where = _bad_partition_dirs(tmp_path)
     bad = TopicPartition("t", 1)
     (where[bad] / "t-1" / LEADER_EPOCH_CHECKPOINT).write_text("0\n2\nnot numbers\n")
-    with caplog.at_level(logging.ERROR):
-        with LogManager(dirs, CONFIG, meta_properties=ME) as m:
-            for tp in set(where) - {bad}:
-                assert len(read_all(m.get_log(tp))) == 60
-            if bad in m.logs:  # the file's values were checked and ignored (recomputed)
-                assert len(read_all(m.get_log(bad))) == 60
-            else:
-                _check_only_t1_is_offline(m, where, caplog, LEADER_EPOCH_CHECKPOINT)
+    with caplog.at_level(logging.ERROR), LogManager(dirs, CONFIG, meta_properties=ME) as m:
+        for tp in set(where) - {bad}:
+            assert len(read_all(m.get_log(tp))) == 60
+        if bad in m.logs:  # the file's values were checked and ignored (recomputed)
+            assert len(read_all(m.get_log(bad))) == 60
+        else:
+            _check_only_t1_is_offline(m, where, caplog, LEADER_EPOCH_CHECKPOINT)
 
 
 def test_an_io_error_still_takes_the_whole_dir_offline(
