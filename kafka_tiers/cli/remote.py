@@ -204,16 +204,34 @@ def _text(data: bytes | None) -> dict[str, Any]:
 def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...], topic: str,
         partition: int, fmt: str, segment_id: str, from_offset: int | None,
         max_records: int | None) -> None:
-    """Print the records of a remote segment."""
-    from kafka_tiers.log.records import iter_batches
+    """Print the records of a remote segment.
+
+    Every batch of the segment is verified before anything is printed: CRC-32C, magic and
+    header consistency, and the offset rules for the header fields outside the CRC (base
+    offsets strictly increase from the segment's start offset, each batch ends before the
+    next one and within the segment's end offset). A corrupt batch prints nothing: one
+    ``error:`` line naming the batch and the problem, exit status 2 (``remote verify`` lists
+    every problem). The text output ends with a line on stderr saying what was verified; the
+    JSON output carries it as ``verified``.
+    """
+    from kafka_tiers.log.errors import CorruptRecordError
+    from kafka_tiers.log.records import verified_batches
 
     tp = _tp(topic, partition)
     with _open(storage, config_file, overrides) as rsm:
         md = _find(rsm, tp, segment_id)
         with rsm.fetch_log_segment(md, 0) as stream:
             data = stream.read()
+    try:
+        batches = verified_batches(data, floor=md.start_offset, ceiling=md.end_offset + 1)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(
+            f"remote segment {segment_id} of {tp.topic}-{tp.partition} is corrupt, nothing "
+            f"printed: {exc}; run 'kafka-tiers remote verify' for every problem",
+            position=exc.position) from None
+    verified = {"batches": len(batches), "checks": ["crc32c", "magic", "offsets"]}
     records = []
-    for batch in iter_batches(data):
+    for batch in batches:
         for rec in batch.records():
             if from_offset is not None and rec.offset < from_offset:
                 continue
@@ -223,7 +241,7 @@ def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...]
         if max_records is not None and len(records) >= max_records:
             break
     if fmt == "json":
-        emit_json({"version": 1, "segment_id": segment_id, "records": [
+        emit_json({"version": 1, "segment_id": segment_id, "verified": verified, "records": [
             {"offset": r.offset, "timestamp": r.timestamp, "key": _text(r.key),
              "value": _text(r.value),
              "headers": [{"key": k, "value": _text(v)} for k, v in r.headers]}
@@ -235,6 +253,8 @@ def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...]
         click.echo(f"offset={r.offset} timestamp={r.timestamp} "
                    f"key={key.get('text', key.get('base64'))!s} "
                    f"value={value.get('text', value.get('base64'))!s}")
+    click.echo(f"verified {len(batches)} batches of segment {segment_id}: CRC-32C, magic and "
+               "offsets", err=True)
 
 
 def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:

@@ -512,15 +512,13 @@ def offset_order_problem(floor: int, base_offset: int, last_offset: int,
     Integer comparisons only: cheap enough for every read.
     """
     if base_offset < floor:
-        if floor > 0:
-            return (f"baseOffset {base_offset} is not above the previous offset {floor - 1} "
-                    "(base offsets must strictly increase)")
-        return f"baseOffset {base_offset} is below the first allowed offset {floor}"
+        return (f"baseOffset {base_offset} is below {floor}, the first offset it may hold "
+                "(after the previous batch, at or above the segment's base offset)")
     if last_offset < base_offset:
         return f"lastOffset {last_offset} is below baseOffset {base_offset}"
     if ceiling is not None and last_offset >= ceiling:
-        return (f"batch {base_offset}-{last_offset} reaches the next segment's base offset "
-                f"{ceiling}")
+        return (f"batch {base_offset}-{last_offset} (baseOffset {base_offset}) reaches "
+                f"{ceiling}, past the segment's last offset")
     return None
 
 
@@ -555,6 +553,47 @@ def first_offset_violation(bounds: Sequence[tuple[int, int]], floor: int,
             return i, problem
         floor = last + 1
     return None
+
+
+def leader_epoch_problem(epoch: int) -> str | None:
+    """Why a ``partitionLeaderEpoch`` (outside the CRC) is impossible, or None: it is -1 (no
+    epoch) or a non-negative epoch."""
+    if epoch < NO_PARTITION_LEADER_EPOCH:
+        return f"partitionLeaderEpoch {epoch} is negative"
+    return None
+
+
+def verified_batches(buffer: bytes | bytearray | memoryview, *, floor: int = 0,
+                     ceiling: int | None = None) -> list[RecordBatch]:
+    """Every batch of ``buffer``, each one checked before it is returned: size and magic,
+    CRC-32C and header consistency (:meth:`RecordBatch.validate`), a possible
+    ``partitionLeaderEpoch``, and the offset rules from ``floor`` (the first offset the bytes
+    may hold) below ``ceiling`` (:func:`first_offset_violation`). For tools that print
+    records: nothing is returned unless everything holds.
+
+    Raises:
+        CorruptRecordError: the first bad batch, with its byte position, its offsets (as
+            stored) and why.
+    """
+    batches = list(iter_batches(buffer))
+    found = first_offset_violation([(b.base_offset, b.last_offset) for b in batches], floor,
+                                   ceiling)
+    for batch in batches[:found[0] if found is not None else len(batches)]:
+        try:
+            batch.validate()
+            problem = leader_epoch_problem(batch.partition_leader_epoch)
+        except CorruptRecordError as exc:
+            problem = str(exc)
+        if problem is not None:
+            raise CorruptRecordError(
+                f"batch at byte {batch.position} (offsets {batch.base_offset}-"
+                f"{batch.last_offset}): {problem}", position=batch.position)
+    if found is not None:
+        bad = batches[found[0]]
+        raise CorruptRecordError(
+            f"batch at byte {bad.position} (offsets {bad.base_offset}-{bad.last_offset}): "
+            f"{found[1]}", position=bad.position)
+    return batches
 
 
 def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: int) -> None:
@@ -599,8 +638,10 @@ __all__ = [
     "earlier_batch_is_suspect",
     "first_offset_violation",
     "iter_batches",
+    "leader_epoch_problem",
     "offset_order_problem",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
+    "verified_batches",
 ]
