@@ -432,8 +432,11 @@ class ClusterMember:
         ctl = self._ctl()
         b = req.body
         cfg = self.config
-        parts = b.get("partitions") or cfg["num.partitions"]
-        rf = b.get("replication_factor") or cfg["default.replication.factor"]
+        # absent (or Kafka's -1): the broker's default; 0 and other values are checked
+        parts = b.get("partitions")
+        parts = cfg["num.partitions"] if parts is None or parts == -1 else parts
+        rf = b.get("replication_factor")
+        rf = cfg["default.replication.factor"] if rf is None or rf == -1 else rf
         timeout = b.get("timeout_ms")
         result = ctl.call(lambda: ctl.create_topic(
             b["topic"], parts, rf, b.get("config") or {}, broker_ids=b.get("broker_ids"),
@@ -481,8 +484,12 @@ class ClusterMember:
         return Response({"partitions": entries})
 
     def _describe_log_dirs(self, req: Request) -> Response:
-        rows = self.log_manager.describe_log_dirs(req.body.get("log_dirs"),
-                                                  req.body.get("topics"))
+        dirs, topics = req.body.get("log_dirs"), req.body.get("topics")
+        if dirs is not None:
+            check_request_entries(self.config, dirs, "log dirs", topics=True)
+        if topics is not None:
+            check_request_entries(self.config, topics, "topics", topics=True)
+        rows = self.log_manager.describe_log_dirs(dirs, topics)
         return Response({"log_dirs": [_jsonable(dataclasses.asdict(r)) for r in rows]})
 
     def _alter_log_dirs(self, req: Request) -> Response:

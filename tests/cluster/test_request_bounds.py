@@ -91,6 +91,12 @@ def test_replication_factor_above_live_brokers_and_bad_types(make_cluster: Make)
     assert raw({"topic": "x", "partitions": 1, "replication_factor": "x"}) == \
         ErrorCode.INVALID_REPLICATION_FACTOR
     assert raw({"partitions": 1}) == ErrorCode.INVALID_REQUEST  # no topic
+    # 0 is not "the default" (absent or Kafka's -1 is)
+    assert raw({"topic": "x", "partitions": 0, "replication_factor": 1}) == \
+        ErrorCode.INVALID_PARTITIONS
+    assert raw({"topic": "x", "partitions": 1, "replication_factor": 0}) == \
+        ErrorCode.INVALID_REPLICATION_FACTOR
+    assert raw({"topic": "d", "partitions": -1, "replication_factor": -1}) == ErrorCode.NONE
     assert raw({"topic": "x", "partitions": 1, "replication_factor": 1,
                 "assignment": {str(HUGE): [1]}}) == ErrorCode.INVALID_PARTITIONS
     assert raw({"topic": "x", "partitions": 1, "replication_factor": 1,
@@ -118,6 +124,9 @@ def test_listed_topics_and_partitions_are_bounded(make_cluster: Make) -> None:
     md = cl.transport.send_raw(address, ApiKey.METADATA, {"topics": ["a", "b", "c", "d"]})
     assert md.error == ErrorCode.INVALID_REQUEST and "max.request.topics 3" in \
         md.body["message"]
+    dirs = cl.transport.send_raw(address, ApiKey.DESCRIBE_LOG_DIRS,
+                                 {"topics": ["a", "b", "c", "d"]})
+    assert dirs.error == ErrorCode.INVALID_REQUEST
     elect = cl.transport.send_raw(address, ApiKey.ELECT_LEADERS, {"partitions": [
         {"topic": "a", "partition": p} for p in range(4)]})
     assert elect.error == ErrorCode.INVALID_REQUEST
