@@ -73,9 +73,12 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
     Records of an invalid batch are never printed."""
     from kafka_tiers.log.errors import CorruptRecordError
 
+    from kafka_tiers.log.records import leader_epoch_problem
+
     problem = None
     try:
         batch.validate()
+        problem = leader_epoch_problem(batch.partition_leader_epoch)
     except CorruptRecordError as exc:
         problem = str(exc)
     valid = problem is None and offset_problem is None

@@ -667,7 +667,8 @@ class Log:
                     break  # the next batch does not fit in max_bytes
                 last = batch.last_offset
                 if (batch.base_offset < floor or last < batch.base_offset
-                        or (ceiling is not None and last >= ceiling)):
+                        or (ceiling is not None and last >= ceiling)
+                        or batch.partition_leader_epoch < NO_PARTITION_LEADER_EPOCH):
                     raise _CorruptRead(seg)
                 if last >= upper:
                     break

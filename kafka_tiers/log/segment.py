@@ -45,6 +45,7 @@ from kafka_tiers.log.records import (
     MAGIC,
     RecordBatch,
     earlier_batch_is_suspect,
+    leader_epoch_problem,
     offset_order_problem,
 )
 from kafka_tiers.log.txnindex import TransactionIndex
@@ -658,6 +659,8 @@ class LogSegment:
                                                batch.base_offset, batch.last_offset, max_offset)
                     if bad is None and not self.can_convert_to_relative(batch.last_offset):
                         bad = f"offset {batch.last_offset} is outside this segment"
+                    if bad is None:
+                        bad = leader_epoch_problem(batch.partition_leader_epoch)
                     if bad is not None:
                         if (pending is not None and batch.base_offset <= pending.last_offset
                                 and earlier_batch_is_suspect(expected_min, pending.base_offset,

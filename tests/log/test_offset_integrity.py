@@ -179,3 +179,24 @@ def test_first_offset_violation(bounds: list[tuple[int, int]], floor: int,
                                 ceiling: int | None, expected: int | None) -> None:
     found = first_offset_violation(bounds, floor, ceiling)
     assert (found[0] if found else None) == expected
+
+
+def test_an_impossible_leader_epoch_is_cut_by_recovery_and_flagged_by_dump_log(
+        tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = Log.open(d, CONFIG)
+    values = fill(log, 100, per_batch=10)
+    log.close()
+    seg = sorted(d.glob("*.log"))[0]
+    pos = next(p for p, b in _batches(seg) if b.base_offset == 50)
+    with open(seg, "r+b") as fh:  # the sign bit of partitionLeaderEpoch (outside the CRC)
+        fh.seek(pos + 12)
+        fh.write(struct.pack(">i", -(2**31) + 7))
+    out = json.loads(CliRunner().invoke(dump_log, [str(seg), "--format", "json"]).output)
+    flagged = [b for b in out["files"][0]["batches"] if not b["isValid"]]
+    assert [b["position"] for b in flagged] == [pos]
+    assert "partitionLeaderEpoch" in flagged[0]["problem"]
+    log = Log.open(d, CONFIG, recovery_point=0, clean_shutdown=False)
+    assert log.log_end_offset == 50
+    assert read_all(log) == [(i, values[i]) for i in range(50)]
+    log.close()
