@@ -45,7 +45,7 @@ from kafka_tiers.log.names import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
     SWAP_SUFFIX,
-    parse_segment_file,
+    is_kafka_partition_file,
 )
 from kafka_tiers.log.recovery import (
     BatchCallback,
@@ -126,7 +126,7 @@ def scan_segments(directory: Path, config: LogConfig,
             indexes.append(name)
         elif name.endswith(_LEFTOVER_SUFFIXES):
             path = directory / name
-            ours = parse_segment_file(name) is not None or name.endswith(TEMP_SUFFIX)
+            ours = is_kafka_partition_file(name)  # never a user's notes.tmp
             if ours and path.is_file():
                 logger.info("removing leftover %s", path)
                 path.unlink(missing_ok=True)

@@ -10,8 +10,9 @@ cache always keeps the index just used, even when that one alone is larger.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -23,13 +24,31 @@ from kafka_tiers.api import RemoteLogSegmentMetadata
 from kafka_tiers.log.index import OffsetIndex
 
 _CHUNK = 1 << 20
+#: the names this cache writes: ``<20 digits>_<segment id>.index`` and ``.<32 hex>.tmp``
+_OWN_FILE = re.compile(r"\d{20}_[^/]+\.index|\.[0-9a-f]{32}\.tmp")
+
+
+def _remove_own_files(directory: Path) -> None:
+    """Delete the files this cache wrote in ``directory`` (by their names), then the directory
+    when that leaves it empty; anything else in it stays. Idempotent; I/O errors ignored."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if _OWN_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 class RemoteIndexCache:
     """Remote offset indexes by segment id, least recently used evicted first.
 
     Args:
-        directory: where index files are kept; emptied at start and at :meth:`close`.
+        directory: where index files are kept; the files this cache writes there are deleted
+            at start and at :meth:`close` (nothing else in it is touched).
         max_bytes: the most bytes of index files kept.
 
     Thread-safe. Fetches run outside the lock, so a slow remote tier never blocks lookups of
@@ -39,7 +58,7 @@ class RemoteIndexCache:
     def __init__(self, directory: str | os.PathLike[str], max_bytes: int) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        shutil.rmtree(self.directory, ignore_errors=True)
+        _remove_own_files(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[OffsetIndex, int]] = OrderedDict()
@@ -130,7 +149,7 @@ class RemoteIndexCache:
             while self._entries:
                 _, entry = self._entries.popitem(last=False)
                 self._drop(entry)
-        shutil.rmtree(self.directory, ignore_errors=True)
+        _remove_own_files(self.directory)
 
 
 __all__ = ["RemoteIndexCache"]

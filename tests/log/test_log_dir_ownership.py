@@ -333,3 +333,37 @@ def test_an_io_error_still_takes_the_whole_dir_offline(
         bad_dir = where[TopicPartition("t", 1)]
         assert set(m.offline_dirs) == {bad_dir}
         assert set(m.logs) == {tp for tp, d in where.items() if d != bad_dir}
+
+
+# ---------------------------------------------------------------- every other delete
+def test_loading_removes_only_kafka_named_leftovers(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = Log.open(d, CONFIG)
+    fill(log, 10)
+    log.close()
+    (d / "notes.tmp").write_text("a user's file")
+    (d / "backup.deleted").write_text("a user's file too")
+    (d / "leader-epoch-checkpoint.tmp").write_text("torn")
+    (d / "00000000000000000099.log.deleted").write_bytes(b"x")
+    log = Log.open(d, CONFIG)
+    try:
+        names = {p.name for p in d.iterdir()}
+        assert {"notes.tmp", "backup.deleted"} <= names
+        assert not {"leader-epoch-checkpoint.tmp", "00000000000000000099.log.deleted"} & names
+        assert len(read_all(log)) == 10
+    finally:
+        log.close()
+
+
+def test_the_remote_index_cache_deletes_only_its_own_files(tmp_path: Path) -> None:
+    from kafka_tiers.remote.index_cache import RemoteIndexCache
+
+    d = tmp_path / "remote-log-index-cache"
+    d.mkdir()
+    (d / "precious.txt").write_text("mine")
+    (d / "00000000000000000000_abc.index").write_bytes(b"\0" * 8)
+    (d / f".{'0' * 32}.tmp").write_bytes(b"x")
+    cache = RemoteIndexCache(d, 1 << 20)
+    assert sorted(p.name for p in d.iterdir()) == ["precious.txt"]
+    cache.close()
+    assert (d / "precious.txt").read_text() == "mine"
