@@ -12,7 +12,8 @@ Nothing is accepted silently (:attr:`BrokerConfig.warnings`, shown by ``config s
 
 - a key given twice in a file is an error (:func:`read_properties`);
 - contradictions are errors: a key and its alias with different values, ``log.dir`` beside
-  ``log.dirs``, the same directory twice in ``log.dirs``;
+  ``log.dirs``, the same directory twice in ``log.dirs``, and the :data:`CROSS_CHECKS`
+  (``listeners`` and ``port`` naming different ports, a default above its bound);
 - keys under a plugin prefix (:data:`PLUGIN_KEY_PREFIXES`: ``placer.*``, ``rsm.config.*``,
   ``rlmm.config.*``, ``remote.log.metadata.*``) are the plugins' and are kept as given;
 - a Kafka broker key kafka-tiers does not implement
@@ -199,6 +200,38 @@ ONE_NAME_ONLY: frozenset[str] = frozenset({"log.dirs"})
 DISTINCT_DIRS: frozenset[str] = frozenset({"log.dirs"})
 
 
+def _listeners_and_port(values: Mapping[str, Any], given: set[str]) -> tuple[str, str] | None:
+    listeners = values.get("listeners")
+    if not listeners or "port" not in given:
+        return None
+    first = str(listeners).split(",")[0].rpartition(":")[2]
+    if first != str(values.get("port")):
+        return "listeners", (f"listeners ({listeners}) and port ({values.get('port')}) name "
+                             "different ports; give listeners only")
+    return None
+
+
+def _default_within(key: str, bound: str) -> Callable[[Mapping[str, Any], set[str]],
+                                                     tuple[str, str] | None]:
+    def check(values: Mapping[str, Any], given: set[str]) -> tuple[str, str] | None:
+        value, limit = values.get(key), values.get(bound)
+        if value is None or limit is None or value <= limit:
+            return None
+        return key, (f"{key} {value} exceeds {bound} {limit}: every topic created with the "
+                     f"default would be refused; lower {key} or raise {bound}")
+    return check
+
+
+#: Checks across keys (contradictions): each takes the typed values and the names given, and
+#: returns ``(key, problem)`` or None.
+CROSS_CHECKS: tuple[Callable[[Mapping[str, Any], set[str]], tuple[str, str] | None], ...] = (
+    _listeners_and_port,
+    _default_within("default.replication.factor", "max.replication.factor"),
+    _default_within("num.partitions", "max.topic.partitions"),
+    _default_within("num.partitions", "max.request.partitions"),
+)
+
+
 def all_keys() -> dict[str, ConfigKey]:
     """Every declared key by canonical name."""
     keys: dict[str, ConfigKey] = {}
@@ -320,6 +353,12 @@ class BrokerConfig(Mapping[str, Any]):
             if key.name in DISTINCT_DIRS:
                 _check_distinct_dirs(name, value)
             resolved[key.name] = Secret(text.strip()) if key.secret else value
+        given_names = {k.name for k in keys.values()
+                       if any(n in raw for n in (k.name, *k.aliases))}
+        for cross in CROSS_CHECKS:
+            found = cross(resolved, given_names)
+            if found is not None:
+                raise ConfigError(found[1], key=found[0])
         self._values = resolved
         self._originals = originals
         self._keys = keys
@@ -464,6 +503,7 @@ def _show(value: Any) -> str:
 
 __all__ = [
     "CORE_KEYS",
+    "CROSS_CHECKS",
     "DISTINCT_DIRS",
     "ONE_NAME_ONLY",
     "PLUGIN_KEY_PREFIXES",

@@ -73,6 +73,12 @@ def test_a_key_given_twice_in_a_file_is_an_error(tmp_path: Path) -> None:
     ({"log.dir": "/a", "log.dirs": "/b"}, "log.dirs and log.dir are the same setting"),
     ({"broker.replica.placer": "simple", "replica.placer.class.name": "rack-aware"},
      "are the same setting and disagree"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9093", "port": "9092"},
+     "listeners (PLAINTEXT://127.0.0.1:9093) and port (9092) name different ports"),
+    ({"default.replication.factor": "40"},
+     "default.replication.factor 40 exceeds max.replication.factor 32"),
+    ({"num.partitions": "8", "max.topic.partitions": "4"},
+     "num.partitions 8 exceeds max.topic.partitions 4"),
 ])
 def test_contradictions_are_errors(values: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
