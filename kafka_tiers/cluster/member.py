@@ -454,9 +454,14 @@ class ClusterMember:
         ctl = self._ctl()
         b = req.body
         placement = ctl.call(lambda: ctl.create_replica_placement(
-            b.get("num_partitions"), b.get("replication_factor"),
+            as_count(b.get("num_partitions"), "num_partitions",
+                     error_code="INVALID_PARTITIONS"),
+            as_count(b.get("replication_factor"), "replication_factor",
+                     error_code="INVALID_REPLICATION_FACTOR"),
             force_simple=bool(b.get("force_simple")), broker_ids=b.get("broker_ids"),
-            start_partition=b.get("start_partition", 0), topic=b.get("topic")))
+            start_partition=as_count(b.get("start_partition", 0), "start_partition", minimum=0,
+                                     error_code="INVALID_PARTITIONS"),
+            topic=b.get("topic")))
         return Response({"placement": placement})
 
     def _elect_leaders(self, req: Request) -> Response:
