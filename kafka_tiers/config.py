@@ -244,7 +244,7 @@ def all_keys() -> dict[str, ConfigKey]:
     return keys
 
 
-class _Once(dict):  # type: ignore[type-arg]
+class _Once(dict[str, Any]):
     """A properties parser's key table that remembers keys set twice."""
 
     def __init__(self, props: Any) -> None:
