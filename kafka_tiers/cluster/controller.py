@@ -657,7 +657,7 @@ class Controller:
                 raise LimitExceededError("assignment must map partitions to replica lists",
                                          key="", limit=0, value=None,
                                          error_code="INVALID_REQUEST")
-            check_new_partitions(limits, len(assignment) or 1, existing=existing, topic=topic)
+            check_new_partitions(limits, len(assignment), existing=existing, topic=topic)
         else:
             check_new_partitions(limits, partitions, existing=existing, topic=topic)
             check_replication_factor(limits, replication_factor)
@@ -675,6 +675,12 @@ class Controller:
                 plan[TopicPartition(topic, index)] = [
                     as_count(b, "a broker id", minimum=0,
                              error_code="INVALID_REPLICA_ASSIGNMENT") for b in reps]
+            wanted = range(existing, existing + len(plan))  # Kafka: consecutive partitions
+            if sorted(tp.partition for tp in plan) != list(wanted):
+                raise ApiError(f"a manual assignment of {topic} must give partitions "
+                               f"{wanted.start} to {wanted.stop - 1}, one each; got "
+                               f"{sorted(tp.partition for tp in plan)[:10]}",
+                               ErrorCode.INVALID_REPLICA_ASSIGNMENT)
             for tp, reps in plan.items():
                 if tp in self.assignments or len(set(reps)) != len(reps) or not reps or \
                         any(b not in self.live for b in reps):

@@ -99,6 +99,13 @@ def test_replication_factor_above_live_brokers_and_bad_types(make_cluster: Make)
     assert raw({"topic": "d", "partitions": -1, "replication_factor": -1}) == ErrorCode.NONE
     assert raw({"topic": "x", "partitions": 1, "replication_factor": 1,
                 "assignment": {str(HUGE): [1]}}) == ErrorCode.INVALID_PARTITIONS
+    assert raw({"topic": "x", "assignment": {}}) == ErrorCode.INVALID_PARTITIONS
+    assert raw({"topic": "x", "assignment": {"5": [1]}}) == \
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT  # partitions start at 0, one after another
+    assert raw({"topic": "x", "assignment": {"0": [1], "2": [2]}}) == \
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert raw({"topic": "x", "assignment": {"0": [1, 2], "1": [2, 3]}}) == ErrorCode.NONE
+    assert raw({"topic": "x", "assignment": {"2": [3]}}) == ErrorCode.NONE  # continues
     assert raw({"topic": "x", "partitions": 1, "replication_factor": 1,
                 "broker_ids": list(range(200_000))}) == ErrorCode.INVALID_REQUEST
     placement = cl.transport.send_raw(address, ApiKey.CREATE_REPLICA_PLACEMENT,
