@@ -15,8 +15,13 @@ from click.testing import CliRunner
 
 from kafka_tiers.api import ConfigError
 from kafka_tiers.cli import cli
-from kafka_tiers.config import BrokerConfig, all_keys, read_properties
-from kafka_tiers.kafka_broker_keys import KAFKA_BROKER_KEYS, is_kafka_broker_key
+from kafka_tiers.config import (
+    KAFKA_BROKER_KEYS,
+    BrokerConfig,
+    all_keys,
+    is_kafka_broker_key,
+    read_properties,
+)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -52,7 +57,7 @@ def test_node_id_is_an_alias_of_broker_id(tmp_path: Path) -> None:
     cfg = BrokerConfig.from_file(write(tmp_path, "node.id=5\n"))
     assert cfg["broker.id"] == 5 and cfg.warnings == []
     assert BrokerConfig({"node.id": "5", "broker.id": "5"})["broker.id"] == 5
-    with pytest.raises(ConfigError, match="broker.id and node.id are the same setting"):
+    with pytest.raises(ConfigError, match=r"broker\.id and node\.id are the same setting"):
         BrokerConfig({"node.id": "5", "broker.id": "0"})
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
-from kafka_tiers.limits import MAX_REQUEST_PARTITIONS, SOCKET_REQUEST_MAX_BYTES
+from kafka_tiers.cluster.transport import SOCKET_REQUEST_MAX_BYTES
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.errors import LogDirError
 from kafka_tiers.log.names import validate_topic
@@ -49,6 +49,7 @@ from kafka_tiers.log.replica_mover import (
     NONE,
     REPLICA_NOT_AVAILABLE,
 )
+from kafka_tiers.placement.limits import MAX_REQUEST_PARTITIONS
 
 if TYPE_CHECKING:
     from kafka_tiers.log.log_manager import LogManager

@@ -124,9 +124,9 @@ class TopicConfigs:
 
         Raises:
             LimitExceededError: ``INVALID_PARTITIONS`` or ``POLICY_VIOLATION`` (see
-                :mod:`kafka_tiers.limits`).
+                :mod:`kafka_tiers.placement.limits`).
         """
-        from kafka_tiers.limits import check_broker_partitions, check_new_partitions
+        from kafka_tiers.placement.limits import check_broker_partitions, check_new_partitions
 
         n = check_new_partitions(self.broker, partitions, existing=existing, topic=topic)
         if broker_holds is not None:

@@ -1,10 +1,16 @@
 """The cluster's broker configuration keys (:data:`CLUSTER_KEYS`, registered in
 :data:`kafka_tiers.config.SECTIONS`): the metadata store, the listener, replication and the
-controller. Names and defaults are Kafka's where Kafka has the key."""
+controller, and the byte bounds of requests (``socket.request.max.bytes``,
+``fetch.max.bytes``; the count bounds are :mod:`kafka_tiers.placement.limits`). Names and
+defaults are Kafka's where Kafka has the key."""
 
 from __future__ import annotations
 
+from kafka_tiers.cluster.transport import SOCKET_REQUEST_MAX_BYTES
 from kafka_tiers.config import Bool, Choice, ConfigKey, Int, String
+
+#: Kafka's default of ``fetch.max.bytes``.
+FETCH_MAX_BYTES = 57671680
 
 
 def _listeners(value: str) -> str | None:
@@ -57,6 +63,12 @@ CLUSTER_KEYS: tuple[ConfigKey, ...] = (
               "Write partition states in atomic multi-writes (one round trip per batch)."),
     ConfigKey("controller.batch.size", Int(min=1, max=100000), 2500,
               "Partition states per multi-write (at most 512 KiB of them)."),
+    ConfigKey("socket.request.max.bytes", Int(min=1024), SOCKET_REQUEST_MAX_BYTES,
+              "The largest request frame the broker reads; a larger one is read and dropped "
+              "in small chunks and answered INVALID_REQUEST, never held in memory."),
+    ConfigKey("fetch.max.bytes", Int(min=1024), FETCH_MAX_BYTES,
+              "The most record bytes one fetch response carries (the first batch found is "
+              "sent whole even when larger, so a consumer always progresses)."),
 )
 
-__all__ = ["CLUSTER_KEYS"]
+__all__ = ["CLUSTER_KEYS", "FETCH_MAX_BYTES"]

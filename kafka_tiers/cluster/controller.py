@@ -62,7 +62,7 @@ from kafka_tiers.cluster.metadata_store import (
     topic_path,
 )
 from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
-from kafka_tiers.limits import (
+from kafka_tiers.placement.limits import (
     LimitExceededError,
     as_count,
     check_broker_partitions,
@@ -641,9 +641,9 @@ class Controller:
         configured placer, ``start_partition`` continuing the topic); returns the new
         partitions' replicas. Runs on the controller thread (use :meth:`call`).
 
-        Every count is checked against its bound (:mod:`kafka_tiers.limits`) before anything
-        is placed or written: a refusal raises
-        :class:`~kafka_tiers.limits.LimitExceededError` carrying its Kafka error code
+        Every count is checked against its bound (:mod:`kafka_tiers.placement.limits`) before
+        anything is placed or written: a refusal raises
+        :class:`~kafka_tiers.placement.limits.LimitExceededError` carrying its Kafka error code
         (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
         ``INVALID_REQUEST``)."""
         from kafka_tiers.log.names import validate_topic

@@ -64,8 +64,8 @@ from kafka_tiers.cluster.transport import (
     TransportError,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.limits import as_count, check_reassignment_entries, check_request_entries
 from kafka_tiers.log.log_manager import LogManager
+from kafka_tiers.placement.limits import as_count, check_reassignment_entries, check_request_entries
 from kafka_tiers.placement.service import PlacementService
 from kafka_tiers.plugins.hooks import Hooks
 

@@ -48,7 +48,6 @@ from kafka_tiers.cluster.transport import (
     ErrorCode,
     TransportError,
 )
-from kafka_tiers.limits import check_request_entries
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.log_dir_failure import (
@@ -58,6 +57,7 @@ from kafka_tiers.log.log_dir_failure import (
 )
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.records import RecordBatch
+from kafka_tiers.placement.limits import check_request_entries
 from kafka_tiers.plugins.hooks import Hooks
 
 log = logging.getLogger(__name__)
@@ -328,7 +328,7 @@ class ReplicaManager:
         self.lag_ms = int(config["replica.lag.time.max.ms"])
         self.fetch_wait_ms = int(config["replica.fetch.wait.max.ms"])
         self.fetch_max_bytes = int(config["replica.fetch.max.bytes"])
-        #: the limits a fetch request is held to (kafka_tiers.limits)
+        #: the limits a fetch request is held to (kafka_tiers.placement.limits)
         self.limits = config
         self.fetch_response_max_bytes = int(config.get("fetch.max.bytes", 57671680))
         self.min_isr = int(config["min.insync.replicas"])

@@ -205,7 +205,7 @@ class HandlerTable:
 
 def error_code_for(exc: BaseException) -> ErrorCode:
     """Map a library error to an error code: its ``error_code`` attribute when it names a
-    code (:class:`~kafka_tiers.limits.LimitExceededError`), else by its kind."""
+    code (:class:`~kafka_tiers.placement.limits.LimitExceededError`), else by its kind."""
     named = getattr(exc, "error_code", None)
     if isinstance(named, str) and named in ErrorCode.__members__:
         return ErrorCode[named]

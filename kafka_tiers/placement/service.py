@@ -87,13 +87,13 @@ class PlacementService:
             InvalidReplicaAssignmentError: the placer returned an invalid placement.
             PluginError: the placer failed in an unexpected way.
         """
-        from kafka_tiers.limits import (
+        from kafka_tiers.placement.admin import create_replica_placement
+        from kafka_tiers.placement.limits import (
             as_count,
             check_new_partitions,
             check_replication_factor,
             check_request_entries,
         )
-        from kafka_tiers.placement.admin import create_replica_placement
 
         start = as_count(start_partition, "start_partition", minimum=0,
                          error_code="INVALID_PARTITIONS")

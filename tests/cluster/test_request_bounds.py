@@ -30,7 +30,7 @@ from kafka_tiers.cluster.transport import (
     encode_request,
 )
 from kafka_tiers.config import BrokerConfig
-from kafka_tiers.limits import LimitExceededError
+from kafka_tiers.placement.limits import LimitExceededError
 from kafka_tiers.placement.service import PlacementService
 from tests.broker.helpers import make_broker
 
@@ -320,7 +320,7 @@ def test_admin_channel_requests_are_bounded(tmp_path: Path,
     too_many = {"version": 1, "partitions": [
         {"topic": "t", "partition": p, "log_dir": "any"}
         for p in range(ac.MAX_REQUEST_MOVES + 1)]}
-    with pytest.raises(ac.ReassignmentError, match="max.request.partitions"):
+    with pytest.raises(ac.ReassignmentError, match=r"max\.request\.partitions"):
         ac.request_moves(too_many)
 
     class Manager:  # what poll() needs of a log manager

@@ -1,6 +1,9 @@
-"""Bounds on what one request may ask for: the keys (:data:`LIMIT_KEYS`, registered in
-:data:`kafka_tiers.config.SECTIONS`) and the checks every entry point runs *before* it
-allocates anything for a request.
+"""Bounds on the counts one request may carry: the keys (:data:`LIMIT_KEYS`, registered in
+:data:`kafka_tiers.config.SECTIONS`) and the checks every entry point (the controller, the
+broker's request handlers, the standalone broker, the placement service behind
+``kafka-tiers place``, the admin channel) runs *before* it allocates anything for a request.
+They live with placement because placing replicas is what most of them guard, and because
+every layer that takes requests may import placement.
 
 Every count a request carries (partitions to create, a replication factor, topics or
 partitions listed) is checked against its key here; a refused request raises
@@ -8,10 +11,12 @@ partitions listed) is checked against its key here; a refused request raises
 (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
 ``INVALID_REQUEST``), so a refusal is never ``UNKNOWN``. A fetch is clamped rather than
 refused, as Kafka does: ``fetch.max.bytes`` per response, ``request.timeout.ms`` of waiting.
-The record batch size
-(``message.max.bytes``) is the log's key and is checked at append; the frame size
+The byte bounds are
+the cluster layer's keys (:mod:`kafka_tiers.cluster.config`): the frame size
 (``socket.request.max.bytes``) is checked by the transport on the length prefix, before the
-body is read. docs/operations.md lists every bound.
+body is read, and ``fetch.max.bytes`` caps a fetch response; the record batch size
+(``message.max.bytes``) is the log's key, checked at append. docs/operations.md lists every
+bound.
 
 Kafka has no key for most of these: Kafka bounds a request only by its frame size, and
 KIP-578 (proposed, not shipped) named ``max.broker.partitions``, which is the name taken here
@@ -26,9 +31,6 @@ from typing import Any
 from kafka_tiers.api.errors import KafkaTiersError
 from kafka_tiers.config import ConfigKey, Int
 
-#: Kafka's defaults where Kafka has the key.
-SOCKET_REQUEST_MAX_BYTES = 104857600
-FETCH_MAX_BYTES = 57671680
 MAX_TOPIC_PARTITIONS = 100000
 MAX_REQUEST_PARTITIONS = 100000
 MAX_REQUEST_TOPICS = 10000
@@ -36,12 +38,6 @@ MAX_REPLICATION_FACTOR = 32
 MAX_BROKER_PARTITIONS = 100000
 
 LIMIT_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("socket.request.max.bytes", Int(min=1024), SOCKET_REQUEST_MAX_BYTES,
-              "The largest request frame the broker reads; a larger one is answered "
-              "INVALID_REQUEST without being kept in memory."),
-    ConfigKey("fetch.max.bytes", Int(min=1024), FETCH_MAX_BYTES,
-              "The most record bytes one fetch response carries (the first batch found is "
-              "sent whole even when larger, so a consumer always progresses)."),
     ConfigKey("max.topic.partitions", Int(min=1), MAX_TOPIC_PARTITIONS,
               "Partitions one topic may have (CreateTopics, CreatePartitions, placement)."),
     ConfigKey("max.request.partitions", Int(min=1), MAX_REQUEST_PARTITIONS,
@@ -269,6 +265,11 @@ def check_broker_partitions(config: Mapping[str, Any], current: Mapping[int, int
 
 __all__ = [
     "LIMIT_KEYS",
+    "MAX_BROKER_PARTITIONS",
+    "MAX_REPLICATION_FACTOR",
+    "MAX_REQUEST_PARTITIONS",
+    "MAX_REQUEST_TOPICS",
+    "MAX_TOPIC_PARTITIONS",
     "LimitExceededError",
     "as_count",
     "check_broker_partitions",
