@@ -26,7 +26,7 @@ from kafka_tiers.cluster.transport import (
     TcpClient,
     TransportError,
 )
-from kafka_tiers.log.records import ProducerRecord, Record, RecordBatch, build_batch
+from kafka_tiers.log.records import ProducerRecord, Record, build_batch, verified_batches
 
 #: errors after which routing is refreshed and the request sent again
 ROUTING = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
@@ -63,13 +63,15 @@ def _b(v: Any) -> bytes | None:
 
 
 def decode_records(payload: bytes, from_offset: int = 0) -> list[Record]:
-    """The records of record batch bytes at or after ``from_offset``."""
+    """The records of record batch bytes at or after ``from_offset``; every batch is verified
+    first (CRC-32C, magic, offset order: Kafka's ``check.crcs``).
+
+    Raises:
+        CorruptRecordError: a batch fails its checks (no record is returned).
+    """
     out: list[Record] = []
-    pos = 0
-    while pos < len(payload):
-        batch = RecordBatch(payload, pos)
+    for batch in verified_batches(payload):
         out.extend(r for r in batch.records() if r.offset >= from_offset)
-        pos += batch.size
     return out
 
 

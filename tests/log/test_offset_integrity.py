@@ -200,3 +200,26 @@ def test_an_impossible_leader_epoch_is_cut_by_recovery_and_flagged_by_dump_log(
     assert log.log_end_offset == 50
     assert read_all(log) == [(i, values[i]) for i in range(50)]
     log.close()
+
+
+def test_the_cluster_client_verifies_what_it_prints() -> None:
+    """``topics consume`` prints what ClusterClient.fetch decodes: a batch failing its CRC or
+    the offset order is an error there too, never records."""
+    from kafka_tiers.cluster.client import decode_records
+    from kafka_tiers.log.errors import CorruptRecordError
+    from kafka_tiers.log.records import set_base_offset
+
+    from .helpers import batch_of
+
+    first, second = batch_of([b"a", b"b"]), batch_of([b"c"])
+    payload = bytearray(first + second)
+    set_base_offset(payload, len(first), 2)
+    assert [r.value for r in decode_records(bytes(payload))] == [b"a", b"b", b"c"]
+    overlapping = bytearray(payload)
+    set_base_offset(overlapping, len(first), 1)  # offset 1 twice
+    with pytest.raises(CorruptRecordError, match="baseOffset 1"):
+        decode_records(bytes(overlapping))
+    damaged = bytearray(payload)
+    damaged[-1] ^= 0x01
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        decode_records(bytes(damaged))
