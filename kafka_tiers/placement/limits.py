@@ -94,7 +94,7 @@ def as_count(value: Any, what: str, *, minimum: int = 1,
             raise LimitExceededError(f"{what} must be an integer, got {value!r}", key="",
                                      limit=minimum, value=value, error_code=error_code)
     if value < minimum:
-        raise LimitExceededError(f"{what} must be >= {minimum}, got {value}", key="",
+        raise LimitExceededError(f"{what} must be at least {minimum}, got {value}", key="",
                                  limit=minimum, value=value, error_code=error_code)
     return value
 
@@ -154,7 +154,7 @@ def check_replication_factor(config: Mapping[str, Any], factor: Any,
     Raises:
         LimitExceededError: ``INVALID_REPLICATION_FACTOR``.
     """
-    rf = as_count(factor, "the replication factor", error_code="INVALID_REPLICATION_FACTOR")
+    rf = as_count(factor, "replication factor", error_code="INVALID_REPLICATION_FACTOR")
     cap = _limit(config, "max.replication.factor", MAX_REPLICATION_FACTOR)
     if rf > cap:
         raise LimitExceededError(
