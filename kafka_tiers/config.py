@@ -179,6 +179,10 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("hook.plugins.blocked", List(), [],
               "Hook plugins (entry-point names in group kafka_tiers) not to load; "
               "KAFKA_TIERS_BLOCK_HOOK_PLUGINS adds more."),
+    ConfigKey("broker.shutdown.timeout.ms", Int(min=1), 25000,
+              "How long a broker process (broker start, cluster start) may take to shut down "
+              "after SIGTERM or SIGINT before it exits anyway, logs flushed, with exit code 1 "
+              "(Kafka has no such key; the default fits Kubernetes' 30 s grace period)."),
 )
 
 #: Where the key sections live, as ``module:attribute``; each subsystem adds its own.
@@ -566,8 +570,15 @@ class BrokerConfig(Mapping[str, Any]):
                 if k.startswith(prefix) and len(k) > len(prefix)}
 
     def with_overrides(self, overrides: Mapping[str, str | Secret]) -> BrokerConfig:
-        """A new config with these raw values replacing the given ones."""
+        """A new config with these raw values replacing the given ones (an override replaces
+        the key under every name: ``broker.id`` replaces a given ``node.id``)."""
         values = dict(self._originals)
+        for name in overrides:
+            for key in self._keys.values():
+                names = (key.name, *key.aliases)
+                if name in names:
+                    for n in names:
+                        values.pop(n, None)
         values.update(overrides)
         return BrokerConfig(values)
 

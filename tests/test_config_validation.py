@@ -59,6 +59,9 @@ def test_node_id_is_an_alias_of_broker_id(tmp_path: Path) -> None:
     assert BrokerConfig({"node.id": "5", "broker.id": "5"})["broker.id"] == 5
     with pytest.raises(ConfigError, match=r"broker\.id and node\.id are the same setting"):
         BrokerConfig({"node.id": "5", "broker.id": "0"})
+    # an override replaces the key under every name
+    assert cfg.with_overrides({"broker.id": "7"})["broker.id"] == 7
+    assert cfg.with_overrides({"node.id": "8"})["broker.id"] == 8
 
 
 def test_a_key_given_twice_in_a_file_is_an_error(tmp_path: Path) -> None:
