@@ -538,10 +538,13 @@ class BrokerConfig(Mapping[str, Any]):
     @classmethod
     def from_file(cls, path: str | os.PathLike[str],
                   overrides: Mapping[str, str] | None = None) -> BrokerConfig:
-        """Read ``server.properties`` (plus overrides) into a validated config."""
-        values = read_properties(path)
-        values.update(overrides or {})
-        return cls(values)
+        """Read ``server.properties`` (plus overrides, each replacing its key under every name)
+        into a validated config.
+
+        Raises:
+            ConfigError: as :func:`read_properties` and the constructor.
+        """
+        return cls(_overridden(read_properties(path), overrides or {}, all_keys()))
 
     def __getitem__(self, name: str) -> Any:
         if name in self._values:
@@ -572,15 +575,7 @@ class BrokerConfig(Mapping[str, Any]):
     def with_overrides(self, overrides: Mapping[str, str | Secret]) -> BrokerConfig:
         """A new config with these raw values replacing the given ones (an override replaces
         the key under every name: ``broker.id`` replaces a given ``node.id``)."""
-        values = dict(self._originals)
-        for name in overrides:
-            for key in self._keys.values():
-                names = (key.name, *key.aliases)
-                if name in names:
-                    for n in names:
-                        values.pop(n, None)
-        values.update(overrides)
-        return BrokerConfig(values)
+        return BrokerConfig(_overridden(self._originals, overrides, self._keys))
 
     def describe(self) -> Iterable[tuple[str, str, bool]]:
         """(key, shown value, is default) for every declared key; secrets shown as <hidden>."""
@@ -589,6 +584,18 @@ class BrokerConfig(Mapping[str, Any]):
             value = self._values[name]
             shown = "<hidden>" if key.secret and value is not None else _show(value)
             yield name, shown, is_default
+
+
+def _overridden(values: Mapping[str, Any], overrides: Mapping[str, Any],
+                keys: Mapping[str, ConfigKey]) -> dict[str, Any]:
+    """``values`` with ``overrides`` applied, an overridden key dropped under all its names."""
+    out = dict(values)
+    names_of = {n: (k.name, *k.aliases) for k in keys.values() for n in (k.name, *k.aliases)}
+    for name in overrides:
+        for n in names_of.get(name, ()):
+            out.pop(n, None)
+    out.update(overrides)
+    return out
 
 
 def _check_distinct_dirs(name: str, dirs: list[Any]) -> None:

@@ -62,6 +62,8 @@ def test_node_id_is_an_alias_of_broker_id(tmp_path: Path) -> None:
     # an override replaces the key under every name
     assert cfg.with_overrides({"broker.id": "7"})["broker.id"] == 7
     assert cfg.with_overrides({"node.id": "8"})["broker.id"] == 8
+    assert BrokerConfig.from_file(write(tmp_path, "node.id=5\n"),
+                                  {"broker.id": "2"})["broker.id"] == 2
 
 
 def test_a_key_given_twice_in_a_file_is_an_error(tmp_path: Path) -> None:
