@@ -82,6 +82,7 @@ class ErrorCode(enum.IntEnum):
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
     NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     INVALID_REQUIRED_ACKS = 21
@@ -218,7 +219,7 @@ def error_code_for(exc: BaseException) -> ErrorCode:
         "InvalidReplicationFactorError": ErrorCode.INVALID_REPLICATION_FACTOR,
         "InvalidReplicaAssignmentError": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
         "ConfigError": ErrorCode.INVALID_CONFIG,
-        "InvalidTopicError": ErrorCode.INVALID_REQUEST,
+        "InvalidTopicError": ErrorCode.INVALID_TOPIC_EXCEPTION,
         "RecordTooLargeError": ErrorCode.MESSAGE_TOO_LARGE,
         "InvalidRecordError": ErrorCode.CORRUPT_MESSAGE,
     }

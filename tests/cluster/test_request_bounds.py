@@ -91,6 +91,8 @@ def test_replication_factor_above_live_brokers_and_bad_types(make_cluster: Make)
     assert raw({"topic": "x", "partitions": 1, "replication_factor": "x"}) == \
         ErrorCode.INVALID_REPLICATION_FACTOR
     assert raw({"partitions": 1}) == ErrorCode.INVALID_REQUEST  # no topic
+    assert raw({"topic": "../x", "partitions": 1}) == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert raw({"topic": "x" * 300, "partitions": 1}) == ErrorCode.INVALID_TOPIC_EXCEPTION
     # 0 is not "the default" (absent or Kafka's -1 is)
     assert raw({"topic": "x", "partitions": 0, "replication_factor": 1}) == \
         ErrorCode.INVALID_PARTITIONS
