@@ -116,6 +116,20 @@ class _FetchState:
     backoff_until: float = 0.0
 
 
+@dataclass
+class _RoleBatch:
+    """What the role changes of one LeaderAndIsr request leave to do once, after every
+    partition of it changed role (Kafka's ``makeLeaders`` / ``makeFollowers`` passes): the
+    fetcher table is updated in one pass, the role listener and the log line come last."""
+
+    changed: list[Partition] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, p: Partition) -> None:
+        with self.lock:
+            self.changed.append(p)
+
+
 class _Fetcher:
     """Pulls from one leader broker for every partition this broker follows there."""
 
@@ -136,6 +150,21 @@ class _Fetcher:
     def remove(self, tp: TopicPartition) -> None:
         with self.lock:
             self.parts.pop(tp, None)
+
+    def update(self, drop: list[TopicPartition],
+               put: list[tuple[TopicPartition, int]]) -> None:
+        """One pass for a whole LeaderAndIsr batch (Kafka's ``removeFetcherForPartitions`` /
+        ``addFetcherForPartitions``): drop the states of ``drop``, then fetch each of ``put``
+        in its leader epoch (a state already in that epoch is kept as it is)."""
+        with self.lock:
+            kept = dict(put)
+            for tp in drop:
+                if tp not in kept:
+                    self.parts.pop(tp, None)
+            for tp, epoch in put:
+                cur = self.parts.get(tp)
+                if cur is None or cur.leader_epoch != epoch:
+                    self.parts[tp] = _FetchState(epoch)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -198,9 +227,10 @@ class _Fetcher:
                               {"replica_id": rm.broker_id, "partitions": req},
                               timeout=rm.request_timeout)
         asked = {(e["topic"], e["partition"]): e["leader_epoch"] for e in req}
+        states = dict(items)
         for entry in resp.body["partitions"]:
             tp = TopicPartition(entry["topic"], entry["partition"])
-            found = next((s for t, s in items if t == tp), None)
+            found = states.get(tp)
             if found is None:
                 continue
             st = found
@@ -252,12 +282,13 @@ class _Fetcher:
                                "max_bytes": rm.fetch_max_bytes, "partitions": req},
                               timeout=rm.request_timeout + rm.fetch_wait_ms / 1000.0)
         pos = 0
+        states = dict(items)
         for entry in resp.body["partitions"]:
             tp = TopicPartition(entry["topic"], entry["partition"])
             size = int(entry.get("size", 0))
             data = resp.payload[pos:pos + size]
             pos += size
-            found = next((s for t, s in items if t == tp), None)
+            found = states.get(tp)
             if found is None:
                 continue
             st = found
@@ -380,12 +411,13 @@ class ReplicaManager:
         self.controller_epoch = cepoch
         self._learn_brokers(body)
         entries = list(body.get("partitions", []))
+        batch = _RoleBatch()
 
         def one(e: Mapping[str, Any]) -> dict[str, Any]:
             tp = TopicPartition(e["topic"], int(e["partition"]))
             message = None
             try:
-                self._apply(tp, e, cepoch)
+                self._apply(tp, e, cepoch, batch)
                 code = ErrorCode.NONE
             except ApiError as exc:
                 code, message = exc.code, str(exc)
@@ -407,13 +439,20 @@ class ReplicaManager:
                 out["message"] = message[:500]
             return out
 
-        if len(entries) < 32:
-            return {"partitions": [one(e) for e in entries]}
-        # partitions are independent; their role changes write (and fsync) leader-epoch
-        # checkpoints, so several run at once
-        with concurrent.futures.ThreadPoolExecutor(
-                max_workers=8, thread_name_prefix=f"leader-and-isr-{self.broker_id}") as pool:
-            return {"partitions": list(pool.map(one, entries))}
+        try:
+            # a role change is a few assignments in memory (the new epoch's checkpoint entry
+            # is written before the first append in it, see produce): one pass here. Only
+            # replicas that must be created (files, fsyncs) are worth running several at once.
+            creating = sum(1 for e in entries
+                           if TopicPartition(e["topic"], int(e["partition"]))
+                           not in self.partitions)
+            if creating < 32:
+                return {"partitions": [one(e) for e in entries]}
+            with concurrent.futures.ThreadPoolExecutor(
+                    max_workers=8, thread_name_prefix=f"leader-and-isr-{self.broker_id}") as pool:
+                return {"partitions": list(pool.map(one, entries))}
+        finally:
+            self._finish_roles(batch)
 
     def _learn_brokers(self, body: Mapping[str, Any]) -> None:
         if "brokers" in body:
@@ -421,7 +460,8 @@ class ReplicaManager:
         if "fenced" in body:
             self.fenced = {int(b) for b in body["fenced"]}
 
-    def _apply(self, tp: TopicPartition, e: Mapping[str, Any], cepoch: int) -> None:
+    def _apply(self, tp: TopicPartition, e: Mapping[str, Any], cepoch: int,
+               batch: _RoleBatch) -> None:
         leader, epoch = int(e["leader"]), int(e["leader_epoch"])
         isr = tuple(int(b) for b in e["isr"])
         replicas = tuple(int(b) for b in e["replicas"])
@@ -459,12 +499,14 @@ class ReplicaManager:
                 self._become_leader(p)
             else:
                 self._become_follower(p)
-        if self.on_role is not None:
-            self.on_role(tp, ReplicaRole.LEADER if leader == self.broker_id
-                         else ReplicaRole.FOLLOWER, epoch)
+        batch.add(p)
 
     def _become_leader(self, p: Partition) -> None:
-        self._remove_from_fetchers(p.tp)
+        """Lead ``p`` in its new epoch (the caller holds ``p.lock``): it serves fetches at
+        once. Memory only: the epoch's checkpoint entry is made durable before the first
+        append in it (:meth:`produce`), the fetcher table is updated per batch
+        (:meth:`_finish_roles`); a fetcher still holding ``p`` ignores it meanwhile (it
+        checks the role and epoch under ``p.lock`` before touching the log)."""
         p.is_leader = True
         p.log.leader_epoch_cache.assign(p.leader_epoch, p.log.log_end_offset)
         p.epoch_start_offset = p.log.log_end_offset
@@ -473,20 +515,54 @@ class ReplicaManager:
                        if r != self.broker_id}
         self._maybe_advance_hw(p)
         p.cond.notify_all()
-        log.info("broker %s leads %s in epoch %d (isr %s)", self.broker_id, p.tp,
-                 p.leader_epoch, list(p.isr))
+        log.debug("broker %s leads %s in epoch %d (isr %s)", self.broker_id, p.tp,
+                  p.leader_epoch, list(p.isr))
 
     def _become_follower(self, p: Partition) -> None:
+        """Follow ``p.leader`` (the caller holds ``p.lock``); the fetcher from it starts
+        fetching ``p`` when the batch finishes (:meth:`_finish_roles`)."""
         p.is_leader = False
         p.followers = {}
         p.cond.notify_all()
-        self._remove_from_fetchers(p.tp)
-        if p.leader >= 0:
-            with self._lock:
-                f = self._fetchers.get(p.leader)
+
+    def _finish_roles(self, batch: _RoleBatch) -> None:
+        """After the role changes of one LeaderAndIsr request: one fetcher-table pass for
+        the whole batch, then the role listener per partition and one log line.
+
+        The fetcher table is made to match each partition's role as it is now (read under
+        its lock), so a later request that changed the role again meanwhile is not undone:
+        a partition is fetched only from its current leader, in its current epoch."""
+        if not batch.changed:
+            return
+        drop: list[TopicPartition] = []
+        put: dict[int, list[tuple[TopicPartition, int]]] = {}
+        roles: list[tuple[TopicPartition, ReplicaRole, int]] = []
+        for p in batch.changed:
+            with p.lock:
+                if self.partitions.get(p.tp) is not p:  # stopped meanwhile
+                    continue
+                drop.append(p.tp)
+                if p.is_leader:
+                    roles.append((p.tp, ReplicaRole.LEADER, p.leader_epoch))
+                else:
+                    if p.leader >= 0:
+                        put.setdefault(p.leader, []).append((p.tp, p.leader_epoch))
+                    roles.append((p.tp, ReplicaRole.FOLLOWER, p.leader_epoch))
+        with self._lock:
+            for leader_id in put:
+                f = self._fetchers.get(leader_id)
                 if f is None or f.stop_event.is_set():
-                    f = self._fetchers[p.leader] = _Fetcher(self, p.leader)
-            f.add(p.tp, p.leader_epoch)
+                    self._fetchers[leader_id] = _Fetcher(self, leader_id)
+            fetchers = dict(self._fetchers)
+        for leader_id, f in fetchers.items():
+            mine = put.get(leader_id, [])
+            f.update(drop, mine)
+        if self.on_role is not None:
+            for tp, role, epoch in roles:
+                self.on_role(tp, role, epoch)
+        leads = sum(1 for _, role, _ in roles if role is ReplicaRole.LEADER)
+        log.info("broker %s: %d partitions changed role (%d now led, %d followed)",
+                 self.broker_id, len(roles), leads, len(roles) - leads)
 
     def _remove_from_fetchers(self, tp: TopicPartition) -> None:
         with self._lock:
@@ -561,6 +637,9 @@ class ReplicaManager:
                                ErrorCode.NOT_ENOUGH_REPLICAS, nothing_done=True)
             epoch = p.leader_epoch
             try:
+                # the epoch's checkpoint entry is durable before the first append in it (as
+                # Kafka); becoming leader left it in memory, so a failover writes nothing
+                p.log.leader_epoch_cache.flush()
                 info = p.log.append(records, leader_epoch=epoch)
             except (OSError, MemoryError) as exc:
                 resource = is_resource_exhaustion(exc)
