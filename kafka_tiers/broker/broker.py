@@ -273,10 +273,14 @@ class Broker:
         return self
 
     def _start(self, register_timeout: float | None) -> None:
+        # the embedded metadata store's dir (by default inside the first log dir) is no replica
+        reserved = ([self.config["metadata.dir"] or f"{self.config['log.dirs'][0]}/metadata"]
+                    if self.cluster else [])
         self.log_manager = LogManager.from_config(
             self.config, on_roll=self._on_roll, hooks=self.hooks,
             meta_properties={"version": "1", "node.id": str(self.broker_id)},
-            time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline)
+            time_fn=self._time, on_all_dirs_offline=self._all_dirs_offline,
+            reserved_dirs=reserved)
         if self.cluster:
             self.member = ClusterMember(
                 self.config, self.log_manager, hooks=self.hooks,

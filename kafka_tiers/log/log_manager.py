@@ -174,6 +174,8 @@ class LogManager:
             broker must stop).
         file_delete_delay_ms: Kafka's ``file.delete.delay.ms``: how long a ``-delete`` dir
             waits before it is deleted (0 here; the broker's config defaults to 60000).
+        reserved_dirs: directories inside log dirs that the owner's other components use
+            (the embedded metadata store's ``metadata.dir``): neither loaded nor reported.
     """
 
     def __init__(self, log_dirs: Iterable[str | os.PathLike[str]],
@@ -188,7 +190,8 @@ class LogManager:
                  num_replica_move_threads: int | None = None,
                  intra_broker_throttled_rate: int | None = None,
                  on_all_dirs_offline: Callable[[BaseException], None] | None = None,
-                 file_delete_delay_ms: int = 0
+                 file_delete_delay_ms: int = 0,
+                 reserved_dirs: Iterable[str | os.PathLike[str]] = ()
                  ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
@@ -222,6 +225,8 @@ class LogManager:
         #: dirs claimed by :meth:`claim_log_dirs` that were unusable (path -> error)
         self._unusable: dict[Path, BaseException] = {}
         self._claimed = False
+        self._reserved = {os.path.normpath(os.path.abspath(os.fspath(d)))
+                          for d in reserved_dirs}
         #: partitions offline because their files failed to load: partition -> problem
         self._load_failures: dict[TopicPartition, str] = {}
         self._offline_partitions: dict[TopicPartition, Path] = {}
@@ -462,6 +467,8 @@ class LogManager:
         foreign: list[str] = []
         for entry in os.scandir(log_dir):
             if not entry.is_dir(follow_symlinks=False):
+                continue
+            if os.path.normpath(os.path.abspath(entry.path)) in self._reserved:
                 continue
             kind, parsed = classify_entry(entry.name, entry.path)
             if kind == FOREIGN:

@@ -147,3 +147,16 @@ def test_standalone_a_replica_the_hook_cannot_place_is_an_error_not_a_dead_broke
     # the broker starts again with the partition it could not create offline
     with Broker({"log.dirs": dirs}, hooks=hooks, background=False) as broker:
         assert [r.value for r in broker.fetch(good, 0).records_list()] == [b"g"]
+
+
+def test_the_embedded_stores_dir_inside_a_log_dir_is_not_reported(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from kafka_tiers.cluster.transport import LoopbackNetwork
+
+    config = {"broker.id": "1", "log.dirs": str(tmp_path / "logs")}  # metadata.dir: logs/metadata
+    for _ in range(2):  # the second start finds logs/metadata
+        with caplog.at_level(logging.WARNING), Broker(config, cluster=True,
+                                                     network=LoopbackNetwork()):
+            pass
+    assert (tmp_path / "logs" / "metadata").is_dir()
+    assert not [r for r in caplog.records if "not Kafka replicas" in r.getMessage()]
