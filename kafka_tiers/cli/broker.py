@@ -31,35 +31,40 @@ def broker() -> None:
               help="Log level of the cluster messages (stderr).")
 def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
     """Start a broker in the foreground until SIGTERM or Ctrl-C (then a controlled shutdown:
-    its leaderships move to other brokers before it stops).
+    its leaderships move to other brokers before it stops). The process ends within
+    broker.shutdown.timeout.ms of the signal: exit code 0 after a clean shutdown, 1 with
+    one ERROR line when the shutdown did not finish in time (logs flushed, no clean-shutdown
+    marker: the next start recovers them).
 
     The broker registers in the metadata store (metadata.store=zookeeper with
     zookeeper.connect, or embedded with metadata.dir for brokers of one machine sharing
     nothing else), takes part in the controller election and serves its replicas. One line
     "broker <id> ready on 127.0.0.1:<port>" is printed once it is registered.
     """
-    import signal
-    import threading
-
     from kafka_tiers.broker import Broker
     from kafka_tiers.cli.config import print_config_warnings
+    from kafka_tiers.cli.stopping import TIMEOUT_KEY, StopOnSignal
     from kafka_tiers.config import BrokerConfig
 
     setup_logging(log_level)
     cfg = BrokerConfig.from_file(config_path, parse_kv(overrides, "--override"))
     print_config_warnings(cfg.warnings)
     cfg.check_plugins()
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    node = Broker(cfg, cluster=True).start()
-    click.echo(f"broker {node.broker_id} ready on {node.address}", err=False)
+    node = Broker(cfg, cluster=True)
+    # SIGTERM / SIGINT: a clean shutdown, and the process ends within broker.shutdown.timeout.ms
+    # of the signal whatever that shutdown does (even during the start)
+    guard = StopOnSignal(cfg[TIMEOUT_KEY], f"broker {node.broker_id}",
+                         flush=node.flush_logs).install()
+    node.start()  # a failed start cleans up after itself
     try:
-        while not stop.wait(0.5):
+        if not guard.requested.is_set():
+            click.echo(f"broker {node.broker_id} ready on {node.address}", err=False)
+        while not guard.requested.wait(0.5):
             pass
     finally:
         click.echo(f"broker {node.broker_id} stopping", err=True)
         node.shutdown()
+        guard.done()
 
 
 def setup_logging(level: str) -> None:

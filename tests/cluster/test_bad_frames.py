@@ -40,7 +40,8 @@ def _send_and_wait_closed(address: str, data: bytes) -> tuple[str, bool]:
     the connection within 10 s)."""
     host, _, port = address.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        me = "%s:%d" % sock.getsockname()[:2]
+        host, port = sock.getsockname()[:2]
+        me = f"{host}:{port}"
         sock.sendall(data)
         try:
             closed = sock.recv(1) == b""
