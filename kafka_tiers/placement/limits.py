@@ -11,10 +11,9 @@ partitions listed) is checked against its key here; a refused request raises
 (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
 ``INVALID_REQUEST``), so a refusal is never ``UNKNOWN``. A fetch is clamped rather than
 refused, as Kafka does: ``fetch.max.bytes`` per response, ``request.timeout.ms`` of waiting.
-The byte bounds are
-the cluster layer's keys (:mod:`kafka_tiers.cluster.config`): the frame size
-(``socket.request.max.bytes``) is checked by the transport on the length prefix, before the
-body is read, and ``fetch.max.bytes`` caps a fetch response; the record batch size
+The byte bounds are the cluster layer's keys (:mod:`kafka_tiers.cluster.config`): the frame
+size (``socket.request.max.bytes``) is checked by the transport on the length prefix, before
+the body is read, and ``fetch.max.bytes`` caps a fetch response; the record batch size
 (``message.max.bytes``) is the log's key, checked at append. docs/operations.md lists every
 bound.
 
@@ -82,7 +81,8 @@ def _limit(config: Mapping[str, Any], key: str, default: int) -> int:
 
 def as_count(value: Any, what: str, *, minimum: int = 1,
              error_code: str = "INVALID_REQUEST") -> int:
-    """``value`` (from a request) as an int >= ``minimum``; bools, floats and text refused.
+    """``value`` (from a request) as an int >= ``minimum``: a JSON integer or a string of
+    digits; bools, floats and any other text are refused, never converted.
 
     Raises:
         LimitExceededError: not an integer, or below ``minimum``.
@@ -146,10 +146,10 @@ def check_partition_index(config: Mapping[str, Any], partition: Any, what: str) 
     return p
 
 
-def check_replication_factor(config: Mapping[str, Any], factor: Any,
-                             available: int | None = None) -> int:
-    """Check a requested replication factor against ``max.replication.factor`` and, when
-    given, the ``available`` (live, unfenced or chosen) brokers.
+def check_replication_factor(config: Mapping[str, Any], factor: Any) -> int:
+    """Check a requested replication factor against ``max.replication.factor`` (the placement
+    checks it against the live, unfenced or chosen brokers:
+    ``InvalidReplicationFactorError``).
 
     Raises:
         LimitExceededError: ``INVALID_REPLICATION_FACTOR``.
@@ -161,11 +161,6 @@ def check_replication_factor(config: Mapping[str, Any], factor: Any,
             f"replication factor {rf} exceeds max.replication.factor {cap}",
             key="max.replication.factor", limit=cap, value=rf,
             error_code="INVALID_REPLICATION_FACTOR")
-    if available is not None and rf > available:
-        raise LimitExceededError(
-            f"replication factor {rf} is larger than the {available} available broker(s); "
-            f"use at most {available} or start more brokers",
-            key="", limit=available, value=rf, error_code="INVALID_REPLICATION_FACTOR")
     return rf
 
 
