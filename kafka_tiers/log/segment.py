@@ -482,15 +482,17 @@ class LogSegment:
         if self._active:
             return
         _ = self.next_offset, self.max_timestamp_and_offset
+        # Entries are resumed from where the index left off, as Kafka's bytesSinceLastIndexEntry
+        # (read before the indexes turn writable: they are mapped writable, and preallocated,
+        # only when an entry is added)
+        last = self.offset_index.last_entry
+        self._bytes_since_index = max(0, self.size - (last.position if self.offset_index.entries
+                                                      else 0))
         with self._fd_lock:
             self._close_fd()
         self.offset_index.make_writable()
         self.time_index.make_writable()
         self._active = True
-        # Entries are resumed from where the index left off, as Kafka's bytesSinceLastIndexEntry
-        last = self.offset_index.last_entry
-        self._bytes_since_index = max(0, self.size - (last.position if self.offset_index.entries
-                                                      else 0))
 
     def flush(self) -> None:
         """fsync the log file and the indexes (reopening a released file when it has writes
