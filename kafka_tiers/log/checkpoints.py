@@ -155,10 +155,11 @@ class LeaderEpochCheckpointFile:
 
 class SegmentListCheckpoint:
     """kafka-tiers' own log-dir file ``kafka-tiers-segment-list``, written at clean shutdown:
-    each partition's segment base offsets and its directory's modification time, so a clean
-    startup needs one ``stat`` per partition instead of listing thousands of files. Kafka
-    ignores the file; it is trusted only after a clean shutdown and only for a partition whose
-    directory mtime is unchanged (any file created, removed or renamed there changes it)::
+    each partition's segment base offsets and its directory's modification time. Kafka ignores
+    the file. It is never trusted on its own: the loader compares it with one listing of the
+    partition directory (names only) and ignores it for a partition on any difference
+    (:func:`kafka_tiers.log.log_loader.load_segments`); the mtime is kept for readers of the
+    format but no longer decides anything::
 
         0
         2

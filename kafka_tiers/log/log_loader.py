@@ -94,18 +94,6 @@ def list_names(directory: Path) -> list[str]:
         return [entry.name for entry in it]
 
 
-def segment_bases(names: list[str]) -> list[int]:
-    """Sorted base offsets of the ``<20 digits>.log`` names among ``names``."""
-    out = []
-    for name in names:
-        if name.endswith(LOG_SUFFIX):
-            stem = name[:-4]
-            if len(stem) == 20 and stem.isdigit():
-                out.append(int(stem))
-    out.sort()
-    return out
-
-
 def scan_segments(directory: Path, config: LogConfig,
                   names: list[str] | None = None) -> SegmentList:
     """Build (lazy) segments from the names in ``directory`` (``names`` when already listed)
@@ -169,9 +157,9 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
     Returns the segments, oldest first, the last one active (writable). There is always at
     least one segment (an empty one at the log start offset is created when needed).
     """
-    names = list_names(directory)
+    segments = scan_segments(directory, config)
     if clean_shutdown and segment_list is not None:
-        listed = segment_bases(names)
+        listed = segments.bases
         if listed != list(segment_list[1]):
             missing = sorted(set(listed) - set(segment_list[1]))
             absent = sorted(set(segment_list[1]) - set(listed))
@@ -180,7 +168,6 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
                 "missing: %s); ignoring it for this partition", directory.name,
                 SEGMENT_LIST_FILE, directory.parent, missing[:10] or "none",
                 absent[:10] or "none")
-    segments = scan_segments(directory, config, names)
     report = RecoveryReport()
     if not segments:
         segments.append(LogSegment.create(directory, max(log_start_offset, 0),
@@ -217,4 +204,4 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int,
 
 
 __all__ = ["LoadResult", "checked_offset", "list_names", "load_segments", "scan_segments",
-           "segment_bases", "segment_factory"]
+           "segment_factory"]
