@@ -319,31 +319,70 @@ class LogManager:
         """
         if self._claimed:
             return
+        unlocked: list[Path] = []  # no .lock yet: nobody holds them; created once checked
         try:
             for log_dir in self.log_dirs:
                 if log_dir in self._lock_fds:
                     continue
                 try:
-                    self._lock_dir(log_dir)
+                    if not self._lock_dir(log_dir, create=False):
+                        unlocked.append(log_dir)
                 except _DirUnusableError as exc:
                     self._unusable[log_dir] = exc
             to_write: dict[Path, dict[str, str]] = {}
             for log_dir in self.log_dirs:
                 if log_dir in self._unusable:
                     continue
-                stored = read_meta_properties(log_dir)
+                stored = read_meta_properties(log_dir) if log_dir.is_dir() else None
                 wanted = check_meta_properties(log_dir, stored, self.meta_properties)
+                if wanted is not None:
+                    to_write[log_dir] = wanted
+            for log_dir in unlocked:
+                try:
+                    self._lock_dir(log_dir)
+                except _DirUnusableError as exc:
+                    self._unusable[log_dir] = exc
+                    to_write.pop(log_dir, None)
+        except BaseException:
+            self._release_locks()
+            raise
+        self._write_meta(to_write)
+        self._claimed = True
+
+    def adopt_cluster_id(self, cluster_id: str) -> None:
+        """Make ``cluster_id`` this broker's (a cluster member learns it from its metadata
+        store, which may live inside a log dir: so after :meth:`claim_log_dirs`). Every claimed
+        dir's ``meta.properties`` must carry the same ``cluster.id`` or none (then it is added).
+        Before the claim, the claim checks it. Idempotent.
+
+        Raises:
+            InconsistentClusterIdError: a dir names another cluster (every lock is released,
+                nothing written).
+        """
+        self.meta_properties["cluster.id"] = cluster_id
+        if not self._claimed:
+            return
+        to_write: dict[Path, dict[str, str]] = {}
+        try:
+            for log_dir in self.log_dirs:
+                if log_dir in self._unusable:
+                    continue
+                wanted = check_meta_properties(log_dir, read_meta_properties(log_dir),
+                                               self.meta_properties)
                 if wanted is not None:
                     to_write[log_dir] = wanted
         except BaseException:
             self._release_locks()
+            self._claimed = False
             raise
+        self._write_meta(to_write)
+
+    def _write_meta(self, to_write: Mapping[Path, Mapping[str, str]]) -> None:
         for log_dir, props in to_write.items():
             try:
                 write_meta_properties(log_dir, props)
             except OSError as exc:
                 self._unusable[log_dir] = exc
-        self._claimed = True
 
     def _release_locks(self) -> None:
         with self._lock:
@@ -353,8 +392,12 @@ class LogManager:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def _lock_dir(self, log_dir: Path) -> None:
+    def _lock_dir(self, log_dir: Path, *, create: bool = True) -> bool:
+        """Lock ``log_dir`` (``flock`` on its ``.lock``). With ``create`` False a missing dir
+        or ``.lock`` is left as it is and False returned (nothing can hold it)."""
         try:
+            if not create and not (log_dir / LOCK_FILE).exists():
+                return False
             log_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -369,6 +412,7 @@ class LogManager:
                 f"stop the broker using it, or give this broker another log dir; nothing in "
                 f"{log_dir} was touched", path=str(log_dir)) from None
         self._lock_fds[log_dir] = fd
+        return True
 
     def _startup_offline(self, log_dir: Path, exc: BaseException, report: StartupReport) -> None:
         logger.error("log dir %s is unusable at startup: %s", log_dir, exc)
@@ -1026,20 +1070,16 @@ class LogManager:
         if self._scheduler is not None:
             self._scheduler.join()
         self.mover.shutdown()  # moves stop; their future logs stay for startup rule 1
-        # Each log is closed outside the manager's lock: closing waits for the log's lock,
-        # under which a roll's callbacks run, and those may read the manager.
         with self._lock:
-            logs, dirs = list(self._logs.items()), dict(self._log_dir_of)
-        failed: list[tuple[Path, OSError]] = []
-        for tp, log in logs:
-            try:
-                log.close()
-            except OSError as exc:
-                failed.append((dirs[tp], exc))
-        for log_dir, error in failed:
-            self.failure.fail(log_dir, error)
-        self.checkpoint()
-        with self._lock:
+            failed: list[tuple[Path, OSError]] = []
+            for tp, log in self._logs.items():
+                try:
+                    log.close()
+                except OSError as exc:
+                    failed.append((self._log_dir_of[tp], exc))
+            for log_dir, error in failed:
+                self.failure.fail(log_dir, error)
+            self.checkpoint()
             for log_dir in self.log_dirs:
                 if log_dir not in self._lock_fds or log_dir in self.failure.offline:
                     continue

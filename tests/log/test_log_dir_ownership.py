@@ -69,6 +69,7 @@ def populate(dirs: list[Path], meta: dict[str, str], partitions: int = 4,
 def test_another_brokers_log_dir_is_refused_untouched(tmp_path: Path) -> None:
     dirs = [tmp_path / "a", tmp_path / "b"]
     populate(dirs, {"version": "1", "node.id": "2"})
+    (dirs[1] / ".lock").unlink()  # e.g. copied from another machine: not even a .lock is made
     before = snapshot(tmp_path)
     m = LogManager(dirs, CONFIG, meta_properties=ME)
     with pytest.raises(InconsistentBrokerIdError) as err:
