@@ -207,6 +207,12 @@ def test_non_utf8_arguments_of_topics_produce(tmp_path: Path) -> None:
         c.close()
 
 
+def test_undecodable_arguments_are_echoed_as_their_bytes(files: dict[str, Path]) -> None:
+    raw = os.fsdecode(b"/data/d\xe4")  # a log dir named in Latin-1
+    ran = kt("log-dirs", "describe", "--config", str(files["props"]), "--log-dirs", raw)
+    assert ran.code == 0 and "Traceback" not in ran.err and not ran.err_lines, ran.err
+
+
 def _subprocess(code: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)

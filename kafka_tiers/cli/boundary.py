@@ -127,10 +127,22 @@ def _quiet_broken_pipe() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def echo_undecodable_bytes() -> None:
+    """Let stdout write back what the command line could not decode: Python hands such argv
+    bytes over as lone surrogates (``surrogateescape``); a command that prints such an
+    argument (a path, a topic) writes the original bytes instead of failing with
+    ``UnicodeEncodeError``."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(Exception):  # a stream that cannot: leave it as it is
+            reconfigure(errors="surrogateescape")
+
+
 def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
     """Call ``invoke`` (a click command's ``main`` with ``standalone_mode=False``) behind the
     boundary; return the exit status. ``debug()`` is asked only once something failed (the
     ``--debug`` flag is known only after the command line was parsed)."""
+    echo_undecodable_bytes()
     try:
         code = invoke()
     except click.exceptions.Exit as exc:
@@ -151,4 +163,4 @@ def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
 
 
 __all__ = ["DEBUG_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NEGATIVE",
-           "EXIT_OK", "expected_message", "one_line", "report", "run"]
+           "EXIT_OK", "echo_undecodable_bytes", "expected_message", "one_line", "report", "run"]

@@ -11,6 +11,7 @@ storage settings does. ``verify`` exits with status 1 when a segment has a probl
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -44,21 +45,44 @@ def _segment_option(required: bool) -> Any:
                             "" if required else " Default: every segment."))
 
 
-def _open(storage: str | None, config_file: str | None, overrides: tuple[str, ...]) -> Any:
-    """The storage plugin, opened read-only: every ``remote`` command only reads, so it
-    creates nothing (the ``local`` plugin is opened with ``dir.create=false``: a mistyped
-    ``dir`` is an error, not a new empty tier)."""
+def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` for opening ``plugin`` only to read: the ``local`` plugin gets
+    ``dir.create=false`` (unless given), so a mistyped ``dir`` is an error, not a new empty
+    tier.
+
+    Raises:
+        PluginError: ``plugin`` cannot be resolved.
+    """
     from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
-    from kafka_tiers.remote.guarded import GuardedRemoteStorage
     from kafka_tiers.remote.local import LocalObjectStore
+
+    out = dict(config)
+    store_class = getattr(resolve_class(STORAGE_GROUP, plugin)[0], "store_class", None)
+    if isinstance(store_class, type) and issubclass(store_class, LocalObjectStore):
+        out.setdefault("dir.create", "false")
+    return out
+
+
+def open_read_only(settings: Any) -> Any:
+    """The storage plugin of ``settings`` (a
+    :class:`~kafka_tiers.remote.storage_config.StorageSettings`), loaded, configured with
+    :func:`read_only_config` and guarded: it creates nothing.
+
+    Raises:
+        PluginError, ConfigError: the plugin does not load or refuses its settings.
+    """
+    from kafka_tiers.remote.guarded import GuardedRemoteStorage
+
+    return GuardedRemoteStorage.load(settings.plugin,
+                                     read_only_config(settings.plugin, settings.config))
+
+
+def _open(storage: str | None, config_file: str | None, overrides: tuple[str, ...]) -> Any:
+    """The storage plugin, opened read-only (:func:`open_read_only`): every ``remote``
+    command only reads, so it creates nothing."""
     from kafka_tiers.remote.storage_config import storage_settings
 
-    settings = storage_settings(storage, config_file, parse_kv(overrides, "--set"))
-    config = dict(settings.config)
-    store_class = getattr(resolve_class(STORAGE_GROUP, settings.plugin)[0], "store_class", None)
-    if isinstance(store_class, type) and issubclass(store_class, LocalObjectStore):
-        config.setdefault("dir.create", "false")
-    return GuardedRemoteStorage.load(settings.plugin, config)
+    return open_read_only(storage_settings(storage, config_file, parse_kv(overrides, "--set")))
 
 
 def _tp(topic: str, partition: int) -> Any:
@@ -380,4 +404,4 @@ def verify(ctx: click.Context, storage: str | None, config_file: str | None,
         ctx.exit(1)
 
 
-__all__ = ["remote", "verify_segment"]
+__all__ = ["open_read_only", "read_only_config", "remote", "verify_segment"]

@@ -83,6 +83,16 @@ def spark_error(exc: BaseException) -> str:
     return first.strip()
 
 
+def _start(master: str | None, app: str, conf: dict[str, str]) -> Any:
+    """:func:`session`, a failure to start Spark (a bad --master or --conf) as one line."""
+    try:
+        return session(master, app, conf)
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise click.ClickException(f"Spark did not start: {spark_error(exc)}") from None
+        raise
+
+
 def _no_active_session() -> bool:
     from pyspark.sql import SparkSession
 
@@ -91,9 +101,15 @@ def _no_active_session() -> bool:
 
 def _settings(storage: str | None, config_file: str, overrides: tuple[str, ...]
               ) -> StorageSettings:
+    from kafka_tiers.cli.remote import open_read_only
     from kafka_tiers.remote.storage_config import storage_settings
 
-    return storage_settings(storage, config_file, parse_kv(overrides, "--set"))
+    settings = storage_settings(storage, config_file, parse_kv(overrides, "--set"))
+    # fail fast, before Spark starts: the plugin loads and accepts its settings (opened
+    # read-only, it creates nothing; a missing local dir is an error here)
+    with open_read_only(settings):
+        pass
+    return settings
 
 
 MASTER = click.option("--master", default=None, metavar="URL",
@@ -151,7 +167,7 @@ def audit(storage: str | None, config_file: str, overrides: tuple[str, ...],
     settings = _settings(storage, config_file, overrides)
     names = [t.strip() for item in topics for t in item.split(",") if t.strip()] or None
     owned = _no_active_session()
-    session_ = session(master, "kafka-tiers audit", parse_kv(spark_conf, "--conf"))
+    session_ = _start(master, "kafka-tiers audit", parse_kv(spark_conf, "--conf"))
     try:
         report = run_audit(session_, settings.plugin, dict(settings.config), names)
     except ValueError as exc:
@@ -234,7 +250,7 @@ def export(storage: str | None, config_file: str, overrides: tuple[str, ...], to
                            config=parse_kv(overrides, "--set"),
                            extra=parse_kv(read_opts, "--option"))
     owned = _no_active_session()
-    session_ = session(master, "kafka-tiers export", parse_kv(spark_conf, "--conf"))
+    session_ = _start(master, "kafka-tiers export", parse_kv(spark_conf, "--conf"))
     try:
         result = export_topic(session_, options, to, fmt, mode=mode)
     except Exception as exc:
