@@ -242,11 +242,12 @@ class ReplicaMover:
             self.cancel(tp)
         if source_dir == dest:
             return NONE
+        size = self._size_of(tp)  # outside the mover's lock (see _submit)
         with self._lock:
             if self._closing:
                 return KAFKA_STORAGE_ERROR
             if tp not in self._moves:
-                self._submit(tp, source_dir, dest, None)
+                self._submit(tp, source_dir, dest, None, size)
         return NONE
 
     def resume(self, tp: TopicPartition, future: Log) -> None:
@@ -254,15 +255,24 @@ class ReplicaMover:
         ``future`` (already open)."""
         source_dir = self.manager.log_dir_of(tp)
         assert source_dir is not None
+        size = self._size_of(tp)
         with self._lock:
-            self._submit(tp, source_dir, future.dir.parent, future)
+            self._submit(tp, source_dir, future.dir.parent, future, size)
 
-    def _submit(self, tp: TopicPartition, source_dir: Path, dest: Path,
-                future: Log | None) -> None:
-        status = MoveStatus(tp, str(source_dir), str(dest))
+    def _size_of(self, tp: TopicPartition) -> int:
+        """The bytes of the replica's log now (0 when it is gone or closed). Called without
+        the mover's lock: it takes the log manager's, which ``get_or_create_log`` holds while
+        taking the mover's (``take_pending``), so taking both here deadlocked."""
         log = self.manager.get_log(tp)
         with contextlib.suppress(LogError):
-            status.bytes_total = log.size if log is not None else 0
+            return log.size if log is not None else 0
+        return 0
+
+    def _submit(self, tp: TopicPartition, source_dir: Path, dest: Path,
+                future: Log | None, size: int) -> None:
+        """Queue the move (the caller holds the mover's lock and takes no other)."""
+        status = MoveStatus(tp, str(source_dir), str(dest))
+        status.bytes_total = size
         move = _Move(status, source_dir, dest, future=future,
                      future_path=future.dir if future is not None else None)
         self._moves[tp] = move
