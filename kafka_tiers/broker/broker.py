@@ -235,12 +235,23 @@ class Broker:
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._partitions: dict[TopicPartition, _Partition] = {}
-        # Two locks: the lifecycle one is held across a whole start or stop, which waits for
-        # the remote log manager's tasks; the topics one guards the topic map, which those
-        # tasks read. One lock for both deadlocked a stop against a running copy.
+        # Two locks, never held while waiting for another component (a thread, a pool, a
+        # plugin call): the lifecycle one guards the phase only (a start or a stop runs
+        # outside it: a stop holding it while the remote log manager waited for its tasks,
+        # which wait for the topics lock, deadlocked); the topics one guards the topic map.
+        # Reentrant: a signal handler may run on a thread that holds one.
         self._lifecycle = threading.RLock()
         self._lock = threading.RLock()
         self._started = False
+        #: "stopped", "starting", "started" or "stopping" (under the lifecycle lock)
+        self._phase = "stopped"
+        #: a stop was asked for while starting: the start stops the broker at its end
+        self._stop_asked: str | None = None
+        #: set when the current start or stop is over (waited for outside every lock)
+        self._settled = threading.Event()
+        self._settled.set()
+        #: the thread running the current start or stop (a call from it never waits)
+        self._runner: int | None = None
         self._log_dir = Path(self.config["log.dirs"][0])
         self._topics_file = TopicsFile(self._log_dir / TOPICS_FILE)
 
@@ -261,16 +272,41 @@ class Broker:
             MetadataStoreError: (cluster) the store is unreachable or the id stays taken.
         """
         with self._lifecycle:
-            if self._started:
+            if self._phase in ("starting", "started"):
                 return self
+            if self._phase == "stopping":
+                raise BrokerError("the broker is stopping: start it again once shutdown() "
+                                  "returned")
+            self._phase, self._stop_asked, self._runner = "starting", None, threading.get_ident()
+            self._settled.clear()
+        try:
+            self._start(register_timeout)
+        except BaseException:
             try:
-                self._start(register_timeout)
-            except BaseException:
                 self._stop_all()
-                raise
+            finally:
+                self._settle()
+            raise
+        with self._lifecycle:
+            asked = self._stop_asked
             self._started = True
+            self._phase = "stopping" if asked is not None else "started"
+        if asked is not None:  # shutdown() or kill() came during the start: do it now
+            log.info("broker %s: a stop was asked for during the start; stopping",
+                     self.broker_id)
+            self._run_stop(asked, None)
+            return self
+        self._settle()
         self.hooks.broker_started(self.broker_id, self.config)
         return self
+
+    def _settle(self) -> None:
+        """The current start or stop is over: the broker is started or stopped."""
+        with self._lifecycle:
+            if not self._started:  # a failed start, or a stop (_stop_all clears it)
+                self._phase = "stopped"
+            self._runner = None
+            self._settled.set()
 
     def _start(self, register_timeout: float | None) -> None:
         # the embedded metadata store's dir (by default inside the first log dir) is no replica
@@ -376,27 +412,63 @@ class Broker:
         """Stop. A cluster member first moves its leaderships away through the controller
         when ``controlled.shutdown.enable`` (``controlled`` overrides the config). Then
         ``broker_stopping`` fires, the remote log manager stops (waiting for running copies
-        and reads), the storage plugin is closed and the logs are shut down cleanly. No thread
-        of the broker is left running. Safe to call twice."""
-        with self._lifecycle:
-            if not self._started:
-                return
-            if self.member is not None:
-                self.member.leave(self.config["controlled.shutdown.enable"]
-                                  if controlled is None else controlled)
-            self.hooks.broker_stopping(self.broker_id, True)
-            self._stop_all()
+        and reads), the storage plugin is closed and the logs are shut down cleanly (each log
+        dir gets its clean-shutdown marker). No thread of the broker is left running.
+
+        Idempotent and safe from any thread: a call while another stop runs waits for it to
+        end; a call during :meth:`start` makes that start stop the broker once it is up (and
+        waits for that); a call from the thread running the start or stop itself (a signal
+        handler on that thread, a hook) returns at once, the stop going on. No lock is held
+        while waiting, so a component the stop waits for never waits for the caller.
+        """
+        self._stop("shutdown", controlled)
 
     def kill(self) -> None:
         """Die abruptly (in-process tests): a cluster member stops answering and loses its
         store session at once; no controlled shutdown, no ``broker_stopping``; every thread
-        stops."""
+        stops. Idempotent, like :meth:`shutdown`."""
+        self._stop("kill", None)
+
+    def _stop(self, how: str, controlled: bool | None) -> None:
         with self._lifecycle:
-            if not self._started:
+            phase, me = self._phase, threading.get_ident()
+            if phase == "stopped":
                 return
-            if self.member is not None:
-                self.member.kill_session()
+            run = phase == "started"
+            if phase == "starting" and self._stop_asked is None:
+                self._stop_asked = how
+            if run:
+                self._phase, self._runner = "stopping", me
+                self._settled.clear()
+            elif self._runner == me:
+                return  # called from the start or stop in progress: it goes on
+        if run:
+            self._run_stop(how, controlled)
+        else:
+            self._settled.wait()
+
+    def _run_stop(self, how: str, controlled: bool | None) -> None:
+        """The stop itself, with no lock held (the phase is "stopping")."""
+        try:
+            if how == "kill":
+                if self.member is not None:
+                    self.member.kill_session()
+            else:
+                if self.member is not None:
+                    self.member.leave(self.config["controlled.shutdown.enable"]
+                                      if controlled is None else controlled)
+                self.hooks.broker_stopping(self.broker_id, True)
             self._stop_all()
+        finally:
+            self._settle()
+
+    def flush_logs(self) -> None:
+        """Flush every local log to disk now (the recovery points advance); for a process
+        that must exit before its shutdown ends. Logs closed meanwhile are skipped; never
+        raises for a log dir that failed."""
+        lm = self.log_manager
+        if lm is not None:
+            lm.flush_all()
 
     def pause(self) -> None:
         """(cluster) Freeze like SIGSTOP (in-process tests): no answers, no heartbeats, no
@@ -563,7 +635,7 @@ class Broker:
         self.topic_configs.check_new_partitions(name, partitions,
                                                 broker_holds=len(self._partitions))
         info = self.topic_configs.info(name, partitions, config)
-        with self._lock:
+        with self._lock:  # the topic map and its file only: opening logs waits for I/O
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} exists already")
             self._topics[name] = info
@@ -575,9 +647,9 @@ class Broker:
             assert self.log_manager is not None
             self.log_manager.topic_overrides[name] = \
                 self.topic_configs.local_overrides(info.config, name)
-            tps = [TopicPartition(name, p) for p in range(partitions)]
-            for tp in tps:
-                self._open_partition(info, tp)
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        for tp in tps:
+            self._open_partition(info, tp)
         self.hooks.topic_created(name, {tp.partition: [self.broker_id] for tp in tps})
         return tps
 
@@ -609,11 +681,12 @@ class Broker:
                         else:
                             rlm.become_follower(tp)
                 raise
+        lm = self._logs()
+        for tp in tps:  # outside the topics lock: a delete waits for a move's cancellation
+            self._partitions.pop(tp, None)
+            lm.delete_log(tp)
         with self._lock:
             assert self.log_manager is not None
-            for tp in tps:
-                self._partitions.pop(tp, None)
-                self.log_manager.delete_log(tp)
             self._topics.pop(name, None)
             self.log_manager.topic_overrides.pop(name, None)
             self._topics_file.write(self._topics)

@@ -1070,16 +1070,20 @@ class LogManager:
         if self._scheduler is not None:
             self._scheduler.join()
         self.mover.shutdown()  # moves stop; their future logs stay for startup rule 1
+        # Each log is closed outside the manager's lock: closing waits for the log's lock,
+        # under which a roll's callbacks run, and those may read the manager.
         with self._lock:
-            failed: list[tuple[Path, OSError]] = []
-            for tp, log in self._logs.items():
-                try:
-                    log.close()
-                except OSError as exc:
-                    failed.append((self._log_dir_of[tp], exc))
-            for log_dir, error in failed:
-                self.failure.fail(log_dir, error)
-            self.checkpoint()
+            logs, dirs = list(self._logs.items()), dict(self._log_dir_of)
+        failed: list[tuple[Path, OSError]] = []
+        for tp, log in logs:
+            try:
+                log.close()
+            except OSError as exc:
+                failed.append((dirs[tp], exc))
+        for log_dir, error in failed:
+            self.failure.fail(log_dir, error)
+        self.checkpoint()
+        with self._lock:
             for log_dir in self.log_dirs:
                 if log_dir not in self._lock_fds or log_dir in self.failure.offline:
                     continue
