@@ -70,6 +70,27 @@ def delete_replica_dir(path: Path) -> list[str]:
     return []
 
 
+def remove_unused_replica_dir(path: Path) -> list[str]:
+    """Undo a replica creation that failed: remove the Kafka-named files of ``path`` (a
+    partition directory the caller made moments ago) and the directory when that leaves it
+    empty. Returns the names left; never raises (I/O errors leave the rest in place)."""
+    kept = []
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.is_file(follow_symlinks=False) and is_kafka_partition_file(entry.name):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                continue
+        kept.append(entry.name)
+    if not kept:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+    return sorted(kept)
+
+
 class DirDeleter:
     """Deletes ``-delete`` directories on a daemon thread, each after its delay (see the
     module doc).
@@ -151,4 +172,4 @@ class DirDeleter:
         return self.wait(timeout)
 
 
-__all__ = ["DirDeleter", "delete_replica_dir"]
+__all__ = ["DirDeleter", "delete_replica_dir", "remove_unused_replica_dir"]

@@ -56,7 +56,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -84,7 +83,7 @@ from kafka_tiers.log.checkpoints import (
 )
 from kafka_tiers.log.config import LONG_MAX, LogConfig
 from kafka_tiers.log.describe import LogDirDescription, describe_log_dirs, disk_space
-from kafka_tiers.log.dir_deleter import DirDeleter
+from kafka_tiers.log.dir_deleter import DirDeleter, remove_unused_replica_dir
 from kafka_tiers.log.dir_ownership import (
     DELETE,
     FOREIGN,
@@ -670,7 +669,7 @@ class LogManager:
         resource = is_resource_exhaustion(error)
         if resource is not None:  # never a disk failure: refuse this creation only
             if not existed:  # a half-made replica would be refused as foreign next time
-                shutil.rmtree(path, ignore_errors=True)
+                remove_unused_replica_dir(path)
             raise resource_error(error, resource, f"creating {tp} in {target}", path=target,
                                  partition=tp) from error
         self.failure.fail(target, error)  # outside the manager's lock

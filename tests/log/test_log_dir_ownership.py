@@ -21,7 +21,7 @@ from kafka_tiers.log.checkpoints import (
     write_meta_properties,
 )
 from kafka_tiers.log.config import LogConfig
-from kafka_tiers.log.dir_deleter import DirDeleter, delete_replica_dir
+from kafka_tiers.log.dir_deleter import DirDeleter, delete_replica_dir, remove_unused_replica_dir
 from kafka_tiers.log.dir_ownership import (
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
@@ -368,3 +368,16 @@ def test_the_remote_index_cache_deletes_only_its_own_files(tmp_path: Path) -> No
     assert sorted(p.name for p in d.iterdir()) == ["precious.txt"]
     cache.close()
     assert (d / "precious.txt").read_text() == "mine"
+
+
+def test_undoing_a_failed_creation_removes_only_kafka_files(tmp_path: Path) -> None:
+    made = tmp_path / "t-0"
+    made.mkdir()
+    (made / "00000000000000000000.log").touch()
+    (made / "00000000000000000000.index").touch()
+    assert remove_unused_replica_dir(made) == [] and not made.exists()
+    made.mkdir()
+    (made / "00000000000000000000.log").touch()
+    (made / "precious.txt").write_text("mine")
+    assert remove_unused_replica_dir(made) == ["precious.txt"]
+    assert sorted(p.name for p in made.iterdir()) == ["precious.txt"]
