@@ -732,33 +732,37 @@ class ReplicaManager:
                         continue
                 if max_bytes <= 0:  # fetch.max.bytes spent: no data for the rest
                     continue
-                if (replica_id < 0 and offset < lg.local_log_start_offset
-                        and self.remote_reader is not None):
-                    remote = self.remote_reader(tp, offset, max_bytes)
-                    if remote is not None:
-                        out.update(size=len(remote), tier="remote")
-                        chunks.append(remote)
+                # a consumer's offset below the local log is read from the remote tier, after
+                # the partition's lock is released (the read waits up to
+                # remote.fetch.max.wait.ms for the reader pool); local retention may also
+                # remove the segment between the check above and the local read
+                remote_wanted = (replica_id < 0 and offset < lg.local_log_start_offset
+                                 and self.remote_reader is not None)
+                if not remote_wanted:
+                    try:
+                        data = lg.read(offset, max_bytes, isolation="log_end"
+                                       if replica_id >= 0 else "high_watermark")
+                    except OffsetOutOfRangeError:
+                        remote_wanted = (replica_id < 0
+                                         and offset < lg.local_log_start_offset
+                                         and self.remote_reader is not None)
+                        if not remote_wanted:
+                            out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                            out["hw"] = lg.high_watermark
+                            continue
+                    else:
+                        records = bytes(data.records)
+                        out.update(hw=lg.high_watermark, size=len(records))
+                        chunks.append(records)
                         continue
-                try:
-                    data = lg.read(offset, max_bytes, isolation="log_end" if replica_id >= 0
-                                   else "high_watermark")
-                except OffsetOutOfRangeError:
-                    # local retention of a tiered partition may have removed the segment since
-                    # the check above: a consumer then reads it from the remote tier
-                    remote = None
-                    if (replica_id < 0 and offset < lg.local_log_start_offset
-                            and self.remote_reader is not None):
-                        remote = self.remote_reader(tp, offset, max_bytes)
-                    if remote is not None:
-                        out.update(size=len(remote), tier="remote")
-                        chunks.append(remote)
-                        continue
-                    out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-                    out["hw"] = lg.high_watermark
-                    continue
-                records = bytes(data.records)
-                out.update(hw=lg.high_watermark, size=len(records))
-                chunks.append(records)
+            assert self.remote_reader is not None
+            remote = self.remote_reader(tp, offset, max_bytes)
+            if remote is not None:
+                out.update(size=len(remote), tier="remote")
+                chunks.append(remote)
+            else:
+                out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                out["hw"] = lg.high_watermark
         return entries, b"".join(chunks)
 
     def _follower_fetched(self, p: Partition, r: int, offset: int) -> None:
