@@ -466,6 +466,7 @@ class ReplicaManager:
         isr = tuple(int(b) for b in e["isr"])
         replicas = tuple(int(b) for b in e["replicas"])
         version = int(e.get("version", -1))
+        move_to = None
         with self._lock:
             p = self.partitions.get(tp)
             if p is None:
@@ -481,7 +482,9 @@ class ReplicaManager:
                     current = self.log_manager.log_dir_of(tp)
                     target = self.log_manager.resolve_log_dir(log_dir)
                     if target is not None and current is not None and target != current:
-                        self.log_manager.alter_replica_log_dirs({tp: target})
+                        move_to = target
+        if move_to is not None:  # outside the lock: it may wait for a cancelled move to end
+            self.log_manager.alter_replica_log_dirs({tp: move_to})
         p.topic_config = dict(e.get("topic_config") or {})
         with p.lock:
             if epoch < p.leader_epoch:
