@@ -144,11 +144,11 @@ def test_remote_refuses_a_conflicting_storage(tier: dict, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     f = write(tmp_path / "server.properties", "remote.storage.manager.class=local\n"
               f"rsm.config.dir={tier['remote']}\n")
-    assert run_main(["remote", "ls", "--storage", "s3", "--config", f, "--topic", "t"]) == 1
+    assert run_main(["remote", "ls", "--storage", "s3", "--config", f, "--topic", "t"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: --storage s3 and remote.storage.manager.class=local in {f} name different "
         f"storage plugins; give one (or make them agree)"]
-    assert run_main(["remote", "ls", "--set", f"dir={tier['remote']}", "--topic", "t"]) == 1
+    assert run_main(["remote", "ls", "--set", f"dir={tier['remote']}", "--topic", "t"]) == 2
     assert "no storage plugin named: give --storage" in capsys.readouterr().err
 
 
@@ -175,7 +175,7 @@ def test_conformance_storage_refuses_a_conflicting_name(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
     props = write(tmp_path / "server.properties", "remote.storage.manager.class=local\n")
-    assert run_main(["conformance", "storage", "s3", "--config", props]) == 1
+    assert run_main(["conformance", "storage", "s3", "--config", props]) == 2
     assert capsys.readouterr().err.strip() == (
         f"error: NAME_OR_PATH s3 and remote.storage.manager.class=local in {props} name "
         f"different storage plugins; give one (or make them agree)")

@@ -53,7 +53,7 @@ def test_broken_placer_fails_with_exit_1_naming_the_rule(tmp_path: Path) -> None
 
 
 def test_unknown_placer_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_main(["conformance", "placer", "no-such-placer"]) == 1
+    assert run_main(["conformance", "placer", "no-such-placer"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith("error: unknown replica placer 'no-such-placer'; installed:")
@@ -61,7 +61,7 @@ def test_unknown_placer_is_one_error_line(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_unimportable_placer_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_main(["conformance", "placer", "no_such_module.sub:Placer"]) == 1
+    assert run_main(["conformance", "placer", "no_such_module.sub:Placer"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: replica placer 'no_such_module.sub:Placer' cannot be imported: "
                    "No module named 'no_such_module'"]
@@ -79,7 +79,7 @@ def test_storage_without_its_suite_is_one_error_line(
                         Suite("storage", "--kt-storage", "kafka_tiers.conformance.no_such"))
     config = tmp_path / "s.properties"
     config.write_text("root=/tmp\n")
-    assert run_main(["conformance", "storage", "local", "--config", str(config)]) == 1
+    assert run_main(["conformance", "storage", "local", "--config", str(config)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: the storage conformance suite (kafka_tiers.conformance.no_such) is "
                    "not installed in this kafka-tiers"]
