@@ -109,7 +109,9 @@ def _execute_in_process(cfg: Any, local: dict[Any, str], quiet: bool) -> list[di
     from kafka_tiers.log.log_manager import LogManager
     from kafka_tiers.log.replica_mover import REPLICA_NOT_AVAILABLE
 
-    manager = LogManager.from_config(cfg)
+    # the log dirs must be this broker's (meta.properties), as when the broker starts
+    manager = LogManager.from_config(
+        cfg, meta_properties={"version": "1", "node.id": str(cfg["broker.id"])})
     manager.startup()
     try:
         results = manager.alter_replica_log_dirs(local)

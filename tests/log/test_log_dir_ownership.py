@@ -381,3 +381,23 @@ def test_undoing_a_failed_creation_removes_only_kafka_files(tmp_path: Path) -> N
     (made / "precious.txt").write_text("mine")
     assert remove_unused_replica_dir(made) == ["precious.txt"]
     assert sorted(p.name for p in made.iterdir()) == ["precious.txt"]
+
+
+def test_an_offline_reassign_refuses_another_brokers_log_dirs(tmp_path: Path) -> None:
+    import json
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    where = populate(dirs, {"version": "1", "node.id": "2"}, partitions=1)
+    config = tmp_path / "server.properties"
+    config.write_text(f"broker.id=1\nlog.dirs={dirs[0]},{dirs[1]}\n")
+    other = dirs[1] if where[TopicPartition("t", 0)] == dirs[0] else dirs[0]
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1], "log_dirs": [str(other)]}]}))
+    before = snapshot(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "kafka_tiers", "reassign", "--config",
+                           str(config), "--reassignment-json-file", str(plan), "--execute"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "doesn't match stored node.id 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert snapshot(tmp_path) == before
