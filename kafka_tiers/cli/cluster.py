@@ -173,8 +173,11 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
                      base_port=base_port)
     # SIGTERM / SIGINT: every broker stops cleanly, and the process ends within
     # broker.shutdown.timeout.ms of the signal whatever those shutdowns do
-    guard = StopOnSignal(shared[TIMEOUT_KEY], "the cluster",
-                         flush=lambda: [c.broker(b).flush_logs() for b in c.live]).install()
+    def flush_all() -> None:
+        for b in c.live:
+            c.broker(b).flush_logs()
+
+    guard = StopOnSignal(shared[TIMEOUT_KEY], "the cluster", flush=flush_all).install()
     stop = guard.requested
     c.start()
     try:

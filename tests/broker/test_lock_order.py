@@ -34,7 +34,7 @@ def test_a_replica_move_reads_the_log_size_without_holding_the_movers_lock(
                 release.wait(10)
             return real_get_log(t)
 
-        lm.get_log = get_log  # type: ignore[method-assign]
+        lm.get_log = get_log  # type: ignore[method-assign,assignment]
         requester = threading.Thread(target=lm.alter_replica_log_dirs, args=({tp: str(d2)},),
                                      daemon=True)
         mover_thread.append(requester)

@@ -91,7 +91,12 @@ def _tiered_broker(tmp_path: Path, run: int) -> tuple[Broker, _SlowStore, _Copie
     plugin = LocalRemoteStorageManager()
     plugin.configure({"dir": str(tmp_path / f"remote-{run}")})
     holder: list[_SlowStore] = []
-    plugin.wrap_object_store(lambda store: holder.append(_SlowStore(store)) or holder[0])
+
+    def wrap(store: ObjectStore) -> ObjectStore:
+        holder.append(_SlowStore(store))
+        return holder[0]
+
+    plugin.wrap_object_store(wrap)
     copies = _Copies()
     hooks = Hooks(make_plugin_manager(load_entrypoints=False, extra=[copies]))
     broker = Broker({"log.dirs": str(tmp_path / f"logs-{run}"), "broker.id": "1",
