@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +34,9 @@ def kt(*args: str, env: Mapping[str, str | None] | None = None) -> Ran:
             main(list(args))
         except SystemExit as exc:
             code = exc.code
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
     assert isinstance(code, int), f"main() must exit with an int status, got {code!r}"
     return Ran(code, out.getvalue().decode("utf-8", "replace"),
                err.getvalue().decode("utf-8", "replace"))

@@ -172,3 +172,34 @@ def test_help_is_instant_and_lists_commands() -> None:
     assert "HEAVY []" in out.stdout
     for name in ("place", "plugins", "quickstart", "conformance"):
         assert name in out.stdout
+
+
+def test_place_on_a_running_clusters_file_continues_its_topics(tmp_path: Path) -> None:
+    """The cluster.json of `cluster start` lists brokers and addresses only: place asks that
+    cluster for its topics, so a topic's new partitions continue after its last one; a
+    stopped cluster is one warning, and the file's brokers are used alone."""
+    from kafka_tiers.api import BrokerInfo, ClusterView
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+    from kafka_tiers.placement.cluster_file import ClusterFile, write_cluster_file
+    from tests.cli_run import kt
+
+    c = LocalCluster(tmp_path / "c", 2, transport="tcp").start()
+    f = tmp_path / "cluster.json"
+    args = ("place", "--cluster", str(f), "--partitions", "2", "--replication-factor", "2",
+            "--topic", "orders", "--format", "json")
+    try:
+        write_cluster_file(f, ClusterFile(ClusterView([BrokerInfo(1, None), BrokerInfo(2, None)]),
+                                          addresses={b: c.broker(b).address for b in (1, 2)}))
+        with c.client() as client:
+            client.create_topic("orders", 3, 2)
+        ran = kt(*args)
+        assert ran.code == 0 and not ran.err_lines, ran.err
+        assert [p["partition"] for p in json.loads(ran.out)["partitions"]] == [3, 4]
+    finally:
+        c.close()
+    ran = kt(*args)
+    assert ran.code == 0
+    assert len(ran.err_lines) == 1 and ran.err_lines[0].startswith(
+        f"warning: {f}: the cluster at 127.0.0.1:") and "placing without its current topics" in (
+        ran.err_lines[0])
+    assert [p["partition"] for p in json.loads(ran.out)["partitions"]] == [0, 1]

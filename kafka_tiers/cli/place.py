@@ -48,7 +48,7 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
     """
     from kafka_tiers.config import BrokerConfig
     from kafka_tiers.log.names import validate_topic
-    from kafka_tiers.placement.cluster_file import load_cluster, reassignment_json
+    from kafka_tiers.placement.cluster_file import read_cluster_file, reassignment_json
     from kafka_tiers.placement.service import PlacementService
 
     validate_topic(topic)
@@ -59,7 +59,7 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
         overrides["placer.seed"] = str(seed)
     cfg = (BrokerConfig.from_file(config_path, overrides) if config_path
            else BrokerConfig(overrides))
-    cluster = load_cluster(cluster_path)
+    cluster = with_running_topics(read_cluster_file(cluster_path), cluster_path)
     with PlacementService(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor,
                                broker_ids=broker_ids, force_simple=force_simple)
@@ -68,6 +68,31 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
         emit_json(reassignment_json(plan))
         return
     show_placement(plan, cluster, broker_ids, placer_name, max_rows)
+
+
+def with_running_topics(doc: Any, path: str) -> Any:
+    """The cluster to place on: ``doc``'s (a
+    :class:`~kafka_tiers.placement.cluster_file.ClusterFile`); when it is a running cluster's
+    file (``kafka-tiers cluster start`` writes broker addresses and no assignments), with the
+    current assignments of every topic that cluster holds, so that a placement continues an
+    existing topic and balances against the replicas already there. A cluster that does not
+    answer (stopped) is one ``warning:`` line, and the file's brokers are used alone."""
+    from kafka_tiers.api import ClusterView, TopicPartition
+    from kafka_tiers.api.errors import KafkaTiersError
+    from kafka_tiers.cluster.client import ClusterClient
+
+    if not doc.bootstrap or doc.cluster.assignments:
+        return doc.cluster
+    try:
+        with ClusterClient(doc.bootstrap, timeout=5) as client:
+            md = client.metadata()
+    except KafkaTiersError as exc:
+        click.echo(f"warning: {path}: the cluster at {','.join(doc.bootstrap)} did not answer "
+                   f"({exc}); placing without its current topics", err=True)
+        return doc.cluster
+    assignments = {TopicPartition(t["topic"], p["partition"]): list(p["replicas"])
+                   for t in md["topics"] if not t.get("error") for p in t["partitions"]}
+    return ClusterView(doc.cluster.brokers, assignments)
 
 
 def show_placement(plan: dict[Any, list[int]], cluster: Any, broker_ids: list[int] | None,
@@ -132,4 +157,4 @@ def show_placement(plan: dict[Any, list[int]], cluster: Any, broker_ids: list[in
     out.print(figures)
 
 
-__all__ = ["place", "show_placement"]
+__all__ = ["place", "show_placement", "with_running_topics"]
