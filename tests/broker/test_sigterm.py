@@ -56,9 +56,55 @@ def test_a_stuck_shutdown_still_ends_the_process_within_the_timeout(
     took = time.monotonic() - sent
     err = broker.stderr()
     assert code == EXIT_FORCED, err[-3000:]
-    assert took < 3.0 + 0.5, took  # the timeout, plus the time to start the interpreter's exit
+    assert took < 3.0 + 1.0, took  # the timeout, plus slack for a loaded machine
     errors = [line for line in err.splitlines() if " ERROR " in line]
     assert len(errors) == 1, errors
     assert f"did not stop within {TIMEOUT_KEY}=3000 ms" in errors[0]
     assert not (broker.data / MARKER).exists()
     assert "Traceback" not in err, err[-3000:]
+
+
+@pytest.mark.slow
+def test_cluster_start_also_ends_within_the_timeout_when_a_broker_is_stuck(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import threading
+
+    from tests.broker.broker_process import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "1",
+         "--dir", str(tmp_path / "c"), "--base-port", "0", "--status-interval", "60",
+         "--set", f"{TIMEOUT_KEY}=3000", "--set", "remote.log.storage.enable=true",
+         "--set", "remote.storage.manager.class=tests.broker.stuck_store:CloseHangsStore",
+         "--set", f"rsm.config.dir={tmp_path / 'tier'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(ROOT),
+        start_new_session=True)
+    lines: list[str] = []
+    running = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            lines.append(raw.decode(errors="replace"))
+            if "running; bootstrap" in lines[-1]:
+                running.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        assert running.wait(60), "".join(lines)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(10)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    out = "".join(lines)
+    assert code == EXIT_FORCED, out[-3000:]
+    assert took < 3.0 + 1.0, took  # the timeout, plus slack for a loaded machine
+    errors = [line for line in out.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "the cluster did not stop within" in errors[0], out[-3000:]
+    assert "Traceback" not in out
