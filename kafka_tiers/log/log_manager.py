@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.errors import KafkaTiersError
 from kafka_tiers.api.logdirs import LogDirInfo
 from kafka_tiers.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -620,7 +621,9 @@ class LogManager:
         Raises:
             InvalidTopicError: the topic name is not legal.
             LogDirError: ``log_dir`` is not one of this manager's dirs.
-            LogDirOfflineError: the replica's dir (or the chosen one) is offline.
+            LogDirOfflineError: the replica's dir (or the chosen one) is offline, or the
+                ``choose_log_dir`` hook failed or chose no online dir of this broker (the
+                replica is not created; the message names the plugin).
         """
         name = partition_dir_name(tp)
         with self._lock:
@@ -685,11 +688,18 @@ class LogManager:
             raise LogDirOfflineError("every log dir is offline", path=str(self.log_dirs[0]),
                                      partition=tp)
         if self.hooks is not None:
-            choice = self.hooks.choose_log_dir(tp, infos)
+            # a hook that fails or answers no online dir of this broker: this replica cannot
+            # be created (Kafka's KafkaStorageError for it), visibly, never a healthy topic
+            try:
+                choice = self.hooks.choose_log_dir(tp, infos)
+            except KafkaTiersError as exc:
+                raise LogDirOfflineError(f"{tp} cannot be created: {exc}",
+                                         path=str(self.log_dirs[0]), partition=tp) from exc
             chosen = self.resolve_log_dir(choice)
-            if chosen is None:  # a hook facade that did not check its plugins' answer
-                raise LogDirError(f"the choose_log_dir hook chose {choice!r} for {tp}, which "
-                                  "is not a log dir of this broker", path=str(choice))
+            if chosen is None or chosen in self.failure.offline:
+                raise LogDirOfflineError(
+                    f"{tp} cannot be created: the choose_log_dir hook chose {choice!r}, which "
+                    "is not an online log dir of this broker", path=str(choice), partition=tp)
             return chosen
         best = min(online, key=lambda i: (i.bytes_used, i.replica_count, i.path))
         return Path(best.path)
