@@ -1,9 +1,12 @@
 """Crash recovery and sanity checks of a partition's segments, as Kafka's ``LogLoader`` does.
 
 * After an unclean shutdown, every segment from the one holding the recovery point on is
-  recovered: each batch is validated (size, magic, CRC, increasing offsets), the indexes are
-  rebuilt, and the log is cut at the first invalid byte. When a segment had to be cut, every
-  later segment is removed (its data cannot follow a hole), as Kafka does.
+  recovered: each batch is validated (size, magic, CRC, partition leader epoch, and the offset
+  rules for the header fields outside the CRC, see
+  :func:`~kafka_tiers.log.records.first_offset_violation`), the indexes are rebuilt, and the
+  log is cut at the first invalid batch, the one whose damaged ``baseOffset`` caused an
+  overlap included (:meth:`LogSegment.recover`). When a segment had to be cut, every later
+  segment is removed (its data cannot follow a hole), as Kafka does.
 * A segment failing its sanity check (an index missing or inconsistent) is recovered on its own;
   its neighbours are kept, as Kafka's ``loadSegmentFiles`` does.
 """
