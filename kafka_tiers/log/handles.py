@@ -70,6 +70,7 @@ class HandleCache:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._lock = threading.Lock()
         self._items: OrderedDict[int, Releasable] = OrderedDict()
+        self._last = 0  # id of the most recent one: touching it again needs no lock
         self.capacity = capacity
         #: handles closed by the cache since start (a high rate means the cap is too low)
         self.evictions = 0
@@ -88,9 +89,14 @@ class HandleCache:
 
     def touch(self, owner: Releasable) -> None:
         """Record a use of ``owner`` (registering it); may release the least recently used
-        others. Idempotent for a registered owner (it only moves to the recent end)."""
+        others. Idempotent for a registered owner (it only moves to the recent end).
+
+        The caller holds ``owner``'s own lock, so ``owner`` cannot be released meanwhile."""
+        key = id(owner)
+        if key == self._last:  # reset under the lock whenever that one leaves the cache
+            return
         with self._lock:
-            key = id(owner)
+            self._last = key
             if key in self._items:
                 self._items.move_to_end(key)
                 return
@@ -109,6 +115,8 @@ class HandleCache:
                 if victim is keep:
                     continue
                 del self._items[key]
+                if key == self._last:
+                    self._last = 0
                 victims.append(victim)
         busy: list[Releasable] = []
         for victim in victims:
@@ -125,6 +133,8 @@ class HandleCache:
         """Stop tracking ``owner`` (its owner closed the descriptor). Idempotent."""
         with self._lock:
             self._items.pop(id(owner), None)
+            if id(owner) == self._last:
+                self._last = 0
 
     def __contains__(self, owner: object) -> bool:
         with self._lock:
@@ -139,6 +149,7 @@ class HandleCache:
         with self._lock:
             victims = list(self._items.values())
             self._items.clear()
+            self._last = 0
         closed = 0
         busy = []
         for victim in victims:

@@ -44,6 +44,11 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
+#: a read-only index file up to this size is read into memory instead of being mapped: it
+#: then holds no descriptor at all (most indexes of a broker with many small partitions)
+SMALL_INDEX_BYTES = 1024
+
+
 class _Index:
     """Common machinery: lazy open, mmap, binary search, truncation, trimming."""
 
@@ -58,7 +63,8 @@ class _Index:
         self.max_index_size = max_index_size
         self._writable = writable
         self._lock = threading.RLock()
-        self._mm: mmap.mmap | None = None
+        self._mm: mmap.mmap | bytes | None = None  # bytes: a small read-only file, read
+        self._missing = False  # the file did not exist when last opened read-only
         self._mapped = False  # the file is open (``_mm`` is None for an empty read-only file)
         self._entries: int | None = None  # None: never read; kept while released
         self._dirty = False  # written since the last fsync (survives a release)
@@ -90,7 +96,8 @@ class _Index:
             OSError: opening or mapping failed (EMFILE, ENOMEM, ... are raised as they are).
         """
         if self._mapped:
-            HANDLES.touch(self)
+            if isinstance(self._mm, mmap.mmap):
+                HANDLES.touch(self)
             return
         if self._closed:
             raise LogClosedError(f"index {self.path} is closed")
@@ -101,8 +108,9 @@ class _Index:
             if self._writable:
                 raise
             self._mm, self._file_length, self._entries = None, 0, 0
-            self._mapped = True  # nothing open, nothing registered
+            self._mapped = self._missing = True  # nothing open, nothing registered
             return
+        self._missing = False
         try:
             length = os.fstat(fd).st_size
             self._file_length = length
@@ -114,6 +122,8 @@ class _Index:
                     os.ftruncate(fd, size)
                 self._preallocated = True
                 self._mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
+            elif self.entry_size <= length <= SMALL_INDEX_BYTES:
+                self._mm = os.pread(fd, entries * self.entry_size, 0)
             elif length >= self.entry_size:
                 self._mm = mmap.mmap(fd, entries * self.entry_size, access=mmap.ACCESS_READ)
             else:
@@ -123,8 +133,13 @@ class _Index:
         self._mapped = self._used = True
         if self._entries is None:
             self._entries = self._count_real_entries(entries) if entries else 0
-        if self._mm is not None:
+        if isinstance(self._mm, mmap.mmap):
             HANDLES.touch(self)
+
+    @property
+    def missing(self) -> bool:
+        """True when the file did not exist when it was last opened read-only."""
+        return self._missing
 
     def _count_real_entries(self, entries: int) -> int:
         """Entries before the first all-zero entry at index >= 1 (a preallocated tail)."""
@@ -155,9 +170,9 @@ class _Index:
             self._lock.release()
 
     def _unmap(self) -> None:
-        if self._mm is not None:
+        if isinstance(self._mm, mmap.mmap):
             self._mm.close()
-            self._mm = None
+        self._mm = None
         self._mapped = False
         HANDLES.forget(self)
 
@@ -167,7 +182,7 @@ class _Index:
         with self._lock:
             if not self._dirty:
                 return
-            if self._mm is not None and self._writable:
+            if isinstance(self._mm, mmap.mmap) and self._writable:
                 self._mm.flush()
             elif not self._closed and self.path.exists():
                 fd = os.open(self.path, os.O_RDONLY)
@@ -197,7 +212,7 @@ class _Index:
                 fd = os.open(self.path, os.O_RDWR)
                 try:
                     if self._dirty:
-                        if self._mm is not None:
+                        if isinstance(self._mm, mmap.mmap):
                             self._mm.flush()
                         else:
                             os.fsync(fd)
@@ -227,7 +242,7 @@ class _Index:
             finally:
                 os.close(fd)
             self._file_length, self._entries, self._dirty = size, 0, False
-            self._preallocated = True
+            self._preallocated, self._missing = True, False
 
     def make_writable(self) -> None:
         """Reopen for appends (preallocated), as when a segment becomes active again."""
@@ -275,6 +290,9 @@ class _Index:
     @property
     def is_full(self) -> bool:
         """True when no entry can be added (no file is opened once the count is known)."""
+        known = self._entries
+        if known is not None:
+            return known >= self.max_entries
         with self._lock:
             if self._entries is None:
                 self._load()
@@ -309,7 +327,7 @@ class _Index:
         assert self._entries is not None
         if n >= self._entries:
             return
-        if self._writable and self._mm is not None:
+        if self._writable and isinstance(self._mm, mmap.mmap):
             self._mm[n * self.entry_size:self._entries * self.entry_size] = bytes(
                 (self._entries - n) * self.entry_size)
             self._entries = n

@@ -561,12 +561,12 @@ class LogSegment:
             raise CorruptRecordError(f"{self.log_path} is missing",
                                      path=str(self.log_path)) from None
         self._size = size
-        if size > 0:
-            for index in (self.offset_index, self.time_index):
-                if not index.path.exists():
-                    raise CorruptIndexError(f"{index.path} is missing", path=str(index.path))
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        if size > 0:  # (the loads above saw whether the files exist: no stat more)
+            for index in (self.offset_index, self.time_index):
+                if index.missing:
+                    raise CorruptIndexError(f"{index.path} is missing", path=str(index.path))
         self.txn_index.sanity_check()
         last = self.offset_index.last_entry
         if self.offset_index.entries:

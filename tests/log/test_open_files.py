@@ -69,6 +69,17 @@ def test_an_index_map_costs_one_descriptor(tmp_path: Path) -> None:
     seg.close()
 
 
+def test_a_small_inactive_index_holds_no_descriptor(tmp_path: Path) -> None:
+    seg = LogSegment.create(tmp_path, 0)
+    seg.offset_index.append(3, 0)
+    seg.close()
+    again = LogSegment(tmp_path, 0)
+    before = open_fds()
+    assert again.offset_index.lookup(5).offset == 3  # read into memory: 8 bytes
+    assert open_fds() == before and again.offset_index not in HANDLES
+    again.close()
+
+
 def test_active_segments_share_the_cap_and_stay_correct(tmp_path: Path,
                                                         cap: Callable[[int], None]) -> None:
     """60 logs, each with an active segment and indexes in use, never hold more descriptors
