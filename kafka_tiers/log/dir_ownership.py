@@ -28,6 +28,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.log.errors import InvalidTopicError, LogDirError
 from kafka_tiers.log.names import LOG_SUFFIX, PartitionDir, parse_partition_dir, parse_segment_file
 
@@ -138,14 +139,17 @@ def holds_kafka_log_files(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-def classify_entry(name: str, path: str | os.PathLike[str]
+def classify_entry(name: str, path: str | os.PathLike[str],
+                   expected_logs: Mapping[TopicPartition, str] | None = None
                    ) -> tuple[str, PartitionDir | None]:
     """What a directory in a log dir is: ``(kind, parsed name)``.
 
     ``kind`` is :data:`REPLICA` (a partition name holding Kafka log files), :data:`FUTURE` or
     :data:`DELETE` (a JBOD move's or a deletion's Kafka-named dir), :data:`OWN` (the broker's
     tools' dirs, see :data:`OWN_PREFIXES`) or :data:`FOREIGN` (anything else: never touched).
-    Raises nothing.
+    ``expected_logs`` names, per partition, a segment file it should hold (from the clean
+    shutdown's segment list): when that file exists, one ``stat`` is the proof instead of a
+    listing of the directory. Raises nothing.
     """
     if name in SYSTEM_DIRS or name.startswith(OWN_PREFIXES):
         return OWN, None
@@ -157,6 +161,9 @@ def classify_entry(name: str, path: str | os.PathLike[str]
         return DELETE, parsed
     if parsed.kind == "future":
         return FUTURE, parsed
+    expected = (expected_logs or {}).get(parsed.partition)
+    if expected is not None and os.path.isfile(os.path.join(path, expected)):
+        return REPLICA, parsed
     if holds_kafka_log_files(path):
         return REPLICA, parsed
     return FOREIGN, parsed

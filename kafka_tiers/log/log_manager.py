@@ -103,7 +103,7 @@ from kafka_tiers.log.log_dir_failure import (
     is_resource_exhaustion,
     resource_error,
 )
-from kafka_tiers.log.names import child_path, partition_dir_name
+from kafka_tiers.log.names import LOG_SUFFIX, child_path, partition_dir_name, segment_file_name
 from kafka_tiers.log.replica_mover import MoveStatus, ReplicaMover, normalize_request
 from kafka_tiers.log.throttle import Throttle
 
@@ -509,12 +509,14 @@ class LogManager:
                 logger.warning("%s; listing the partition directories instead", exc)
         jobs: list[tuple[TopicPartition, Path]] = []
         foreign: list[str] = []
+        expected_logs = {tp: segment_file_name(bases[0], LOG_SUFFIX)
+                         for tp, (_, bases) in segment_lists.items() if bases}
         for entry in os.scandir(log_dir):
             if not entry.is_dir(follow_symlinks=False):
                 continue
             if os.path.normpath(os.path.abspath(entry.path)) in self._reserved:
                 continue
-            kind, parsed = classify_entry(entry.name, entry.path)
+            kind, parsed = classify_entry(entry.name, entry.path, expected_logs)
             if kind == FOREIGN:
                 foreign.append(entry.name)
                 continue

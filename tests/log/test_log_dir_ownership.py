@@ -181,6 +181,12 @@ def test_classify_entry(tmp_path: Path) -> None:
     assert classify_entry("t-0.0123456789abcdef0123456789abcdef-delete", tmp_path)[0] == "delete"
     assert classify_entry("t-0.0123456789abcdef0123456789abcdef-future", tmp_path)[0] == "future"
     assert classify_entry("kafka-tiers-remote", tmp_path)[0] == "own"
+    # a clean shutdown's segment list names a file to stat instead of listing; never a proof
+    # on its own
+    listed = {TopicPartition("t", 0): "00000000000000000000.log",
+              TopicPartition("u", 0): "00000000000000000000.log"}
+    assert classify_entry("t-0", tmp_path / "t-0", listed)[0] == "replica"
+    assert classify_entry("u-0", tmp_path / "u-0", listed)[0] == "foreign"
     assert classify_entry("lost+found", tmp_path)[0] == "own"
 
 
