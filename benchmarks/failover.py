@@ -16,20 +16,36 @@ brokers" is every live broker having acknowledged a LeaderAndIsr request naming 
 leader of each of its affected partitions; the benchmark verifies that (asking the endpoints
 what they recorded), and re-reads every partition state from the store, before reporting.
 
-Broker phase, at a smaller scale: real in-process brokers (logs, replica managers); a broker
-is killed and the time until every partition it led is led (and writable) elsewhere is
-measured, and reported per partition.
+Serving phase (issue 13, "failover to serving"), at full scale: three real in-process brokers
+(logs, replica managers, loopback transport) hold the partitions; before the kill every
+partition answers a consumer fetch (the check is proven); then a broker that is not the
+controller is killed (its session ends at once; its own shutdown runs beside the failover,
+in the same process) and the time is measured until every partition it led answers a
+consumer fetch (offset 0, no wait: only a leader answers without error) at a live broker,
+asked in rounds of one Fetch request per live broker. Goal: under 2 s for 10,000 partitions.
+
+The baseline is today's path measured in the same run: the same phase run on the tree of
+the commit before the batched role change (found in git as the parent of the commit that
+introduced ``_RoleBatch`` in ``kafka_tiers/cluster/replica_manager.py``, exported with ``git
+archive``; its per-partition role changes, thread pool and per-partition fetcher updates are
+the old code's, not a re-enactment). Each run is a fresh process. ``--baseline-partitions``
+runs the baseline at a smaller scale (then the batched path runs at that scale too for a
+same-scale ratio, and the baseline's time at full scale is extrapolated linearly per moved
+leader: its cost grows faster than linearly, so that ratio is a lower bound).
 
 Batched runs are repeated three times per store and the median run is reported (with every
 run's time), since the figures are sub-second and the machine may be busy.
 
-Usage: ``python benchmarks/failover.py [--quick] [--partitions N]``. The last line is one JSON
-object: ``{"benchmark": "failover", "goal": ..., "goal_met": ..., ...}``.
+Usage: ``python benchmarks/failover.py [--quick] [--partitions N] [--phase controller|serving]
+[--baseline-partitions N]``. The last line is one JSON object: ``{"benchmark": "failover",
+"goal": ..., "goal_met": ..., "kill_to_serving_seconds": ..., "ratio_to_per_partition_path":
+..., ...}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import subprocess
@@ -41,7 +57,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+#: ``--code-root DIR`` (the baseline run): import ``kafka_tiers`` from DIR instead
+_CODE_ROOT = (sys.argv[sys.argv.index("--code-root") + 1]
+              if "--code-root" in sys.argv[:-1] else str(ROOT))
+sys.path.insert(0, _CODE_ROOT)
 
 from kafka_tiers.api.cluster import TopicPartition  # noqa: E402
 from kafka_tiers.broker.topics import TopicConfigs  # noqa: E402
@@ -66,6 +85,8 @@ from kafka_tiers.plugins.hooks import Hooks, make_plugin_manager  # noqa: E402
 
 PER_TOPIC = 100
 GOAL_SECONDS = 1.0
+#: kill to every partition the dead broker led answering a fetch at its new leader
+SERVING_GOAL_SECONDS = 2.0
 #: batched runs per store (the median is reported; the machine may be shared)
 BATCHED_RUNS = 3
 
@@ -153,8 +174,8 @@ def controller_phase(make_store: Any, partitions: int, batched: bool) -> dict[st
             time.sleep(0.02)
         t = time.perf_counter()
         for i in range(partitions // PER_TOPIC):
-            controller.call(lambda i=i: controller.create_topic(f"topic-{i:05d}", PER_TOPIC, 3),
-                            timeout=300)
+            controller.call(functools.partial(controller.create_topic, f"topic-{i:05d}",
+                                              PER_TOPIC, 3), timeout=300)
         setup = time.perf_counter() - t
         victim_id = 1
         led = [tp for tp, st in controller.states.items() if st.leader == victim_id]
@@ -213,61 +234,201 @@ def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _fetch_round(client: Any, addresses: list[str], pending: set[TopicPartition]
+                 ) -> set[TopicPartition]:
+    """One consumer fetch (offset 0, no wait) of every pending partition from each address;
+    the partitions some broker answered without error (only a leader does)."""
+    served: set[TopicPartition] = set()
+    parts: list[dict[str, Any]] = [{"topic": tp.topic, "partition": tp.partition, "offset": 0}
+                                   for tp in pending]
+    for address in addresses:
+        if not parts:
+            break
+        try:
+            resp = client.send(address, ApiKey.FETCH, {"replica_id": -1, "max_wait_ms": 0,
+                                                       "max_bytes": 1 << 20,
+                                                       "partitions": parts}, timeout=60)
+        except Exception:  # a broker still busy or refusing: asked again next round
+            continue
+        for e in resp.body["partitions"]:
+            if e["error"] == 0:
+                served.add(TopicPartition(e["topic"], int(e["partition"])))
+        parts = [q for q in parts if TopicPartition(q["topic"], q["partition"]) not in served]
+    return served
+
+
 def broker_phase(partitions: int) -> dict[str, Any]:
+    """Kill a broker of a 3-broker in-process cluster holding ``partitions`` partitions (RF
+    3); the time until every partition it led answers a consumer fetch at a live broker."""
     from kafka_tiers.cluster.local_cluster import LocalCluster
+    from kafka_tiers.cluster.transport import LoopbackClient
 
     with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
         c = LocalCluster(d, 3, overrides={"auto.leader.rebalance.enable": "false",
                                           "request.timeout.ms": "120000"}).start()
         try:
-            cl = c.client()
+            cl = c.client(timeout=600)
             for i in range(max(1, partitions // PER_TOPIC)):
-                cl.create_topic(f"b{i}", min(PER_TOPIC, partitions), 3, timeout=120)
+                cl.create_topic(f"b{i}", min(PER_TOPIC, partitions), 3, timeout=600)
+            setup = time.perf_counter() - t
+            assert c.network is not None
+            client = LoopbackClient(c.network)
             ctl = c.controller_id()
             victim = next(b for b in c.live if b != ctl)
-            led = [tp for tp, st in c.controller().states.items() if st.leader == victim]
-            t = time.perf_counter()
+            states = c.controller().states
+            everything = set(states)
+            led = {tp for tp, st in states.items() if st.leader == victim}
+            # before the kill every partition answers (the check itself is proven)
+            addresses = [c.broker(b).address for b in c.live]
+            pending = set(everything)
+            deadline = time.monotonic() + 600
+            while pending and time.monotonic() < deadline:
+                pending -= _fetch_round(client, addresses, pending)
+            if pending:
+                raise RuntimeError(f"{len(pending)} partitions never answered before the kill")
+            got: list[FailoverStats] = []
+            c.controller().failover_listeners.append(got.append)
+            survivors = [c.broker(b).address for b in c.live if b != victim]
+            t_kill = time.perf_counter()
             # the dying broker's own shutdown (closing its logs) runs beside the failover
             killer = threading.Thread(target=c.kill, args=(victim,))
             killer.start()
-
-            def all_led() -> bool:
-                for tp in led:
-                    st = c.controller().states[tp]
-                    if st.leader in (-1, victim):
-                        return False
-                    p = c.broker(st.leader).replicas.partitions.get(tp)
-                    if p is None or not p.is_leader or p.leader_epoch != st.leader_epoch:
-                        return False
-                return True
-
-            c.wait_until(all_led, 300, "every partition led elsewhere")
-            took = time.perf_counter() - t
+            pending, rounds = set(led), 0
+            deadline = time.monotonic() + 600
+            while pending:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{len(pending)} partitions not served in 600 s")
+                pending -= _fetch_round(client, survivors, pending)
+                rounds += 1
+                if pending:
+                    time.sleep(0.005)
+            took = time.perf_counter() - t_kill
             killer.join()
         finally:
             c.close()
-    return {"partitions": partitions, "leaders_moved": len(led),
-            "kill_to_serving_seconds": round(took, 4),
-            "ms_per_moved_leader": round(took * 1000 / max(1, len(led)), 3)}
+    out: dict[str, Any] = {"partitions": partitions, "leaders_moved": len(led),
+                           "kill_to_serving_seconds": round(took, 4),
+                           "ms_per_moved_leader": round(took * 1000 / max(1, len(led)), 3),
+                           "fetch_rounds": rounds, "setup_seconds": round(setup, 1)}
+    if got:
+        out["controller_detection_to_known_seconds"] = round(got[0].total_seconds, 4)
+    return out
+
+
+def _baseline_root(dest: Path) -> tuple[Path, str]:
+    """The tree of the commit before the batched role change (the one that introduced
+    ``_RoleBatch`` in the replica manager), exported to ``dest``; (path, commit)."""
+    found = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "-1", "-S",
+                            "class _RoleBatch", "--", "kafka_tiers/cluster/replica_manager.py"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    if not found:
+        raise RuntimeError("no commit introducing the batched role change in this checkout")
+    ref = subprocess.run(["git", "-C", str(ROOT), "rev-parse", f"{found[0]}^"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "kafka_tiers"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest, ref
+
+
+def _broker_phase_child(partitions: int, code_root: Path | None) -> dict[str, Any]:
+    """:func:`broker_phase` in a fresh process (each run alone in its process, memory and
+    threads; ``code_root``: import ``kafka_tiers`` from there, e.g. the baseline tree)."""
+    cmd = [sys.executable, __file__, "--broker-phase", str(partitions)]
+    if code_root is not None:
+        cmd += ["--code-root", str(code_root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {proc.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def serving_phase(partitions: int, baseline_partitions: int) -> dict[str, Any]:
+    """The kill-to-serving time with this tree and with the baseline tree (per-partition
+    role changes), both at ``partitions`` unless ``baseline_partitions`` is smaller (see the
+    module docstring); ``ratio`` is the baseline's time over this tree's."""
+    out: dict[str, Any] = {"goal_seconds": SERVING_GOAL_SECONDS}
+    out["batched"] = _broker_phase_child(partitions, None)
+    if baseline_partitions < partitions:
+        out["batched_at_baseline_scale"] = _broker_phase_child(baseline_partitions, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            root, ref = _baseline_root(Path(tmp))
+        except (OSError, subprocess.CalledProcessError, RuntimeError) as exc:
+            out["baseline"] = {"skipped": f"baseline tree unavailable: {exc}"}
+        else:
+            out["baseline"] = _broker_phase_child(min(baseline_partitions, partitions), root)
+            out["baseline"]["commit"] = ref
+    new, old = out["batched"], out["baseline"]
+    small = out.get("batched_at_baseline_scale", new)
+    if "kill_to_serving_seconds" in old and "kill_to_serving_seconds" in small:
+        out["ratio_same_scale"] = round(old["kill_to_serving_seconds"] /
+                                        max(1e-9, small["kill_to_serving_seconds"]), 1)
+    if "ms_per_moved_leader" in old and "kill_to_serving_seconds" in new:
+        if small is new:
+            out["ratio"] = out.get("ratio_same_scale")
+        else:
+            est = old["ms_per_moved_leader"] * new["leaders_moved"] / 1000
+            out["baseline_extrapolated_seconds"] = round(est, 2)
+            out["ratio"] = round(est / max(1e-9, new["kill_to_serving_seconds"]), 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 partitions (smoke run)")
     parser.add_argument("--partitions", type=int, help="partitions (multiple of 100)")
+    parser.add_argument("--phase", choices=("all", "controller", "serving"), default="all",
+                        help="run only the controller phase or only the kill-to-serving phase")
+    parser.add_argument("--baseline-partitions", type=int,
+                        help="a smaller scale for the baseline (per-partition) serving run "
+                             "(default: the same scale)")
     parser.add_argument("--endpoints", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--broker-phase", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--code-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.endpoints:
         return serve_endpoints(args.endpoints)
     logging.basicConfig(level=logging.WARNING)
+    if args.broker_phase:
+        print(json.dumps(broker_phase(args.broker_phase)))
+        return 0
     partitions = args.partitions or (1000 if args.quick else 10000)
     partitions = max(PER_TOPIC, partitions // PER_TOPIC * PER_TOPIC)
+    baseline_partitions = args.baseline_partitions or partitions
     out: dict[str, Any] = {
         "benchmark": "failover",
-        "goal": f"with batched writes, a broker failure with {partitions} partitions (RF 3) "
-                f"is recorded durably and known to the brokers in under {GOAL_SECONDS} s on "
-                f"ZooKeeper and the embedded store (goal stated for 10,000 partitions)",
+        "goal": f"a broker failure with {partitions} partitions (RF 3): with batched writes "
+                f"recorded durably and known to the brokers in under {GOAL_SECONDS} s on "
+                f"ZooKeeper and the embedded store, and every partition the dead broker led "
+                f"answering a fetch at its new leader within {SERVING_GOAL_SECONDS} s of the "
+                f"kill (goals stated for 10,000 partitions)",
         "quick": args.quick, "partitions": partitions}
+    controller_met: bool | None = None
+    serving_met: bool | None = None
+    if args.phase in ("all", "controller"):
+        controller_met = _controller_figures(out, partitions)
+    if args.phase in ("all", "serving"):
+        serving = serving_phase(partitions, baseline_partitions)
+        out["serving_phase"] = serving
+        took = serving["batched"].get("kill_to_serving_seconds")
+        serving_met = (took is not None and partitions >= 10000
+                       and took < SERVING_GOAL_SECONDS)
+        out["kill_to_serving_seconds"] = took
+        out["ratio_to_per_partition_path"] = serving.get("ratio")
+        out["serving_goal_met"] = serving_met
+    out["goal_met"] = bool(controller_met) and bool(serving_met)
+    print(json.dumps(out))
+    return 0
+
+
+def _controller_figures(out: dict[str, Any], partitions: int) -> bool:
+    """The controller phase on the embedded store and ZooKeeper; fills ``out``; whether
+    its goal was met."""
     stores: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         runs = {}
@@ -313,10 +474,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             zk.close()
     out["controller_phase"] = stores
-    try:
-        out["broker_phase"] = broker_phase(300 if args.quick else 1000)
-    except Exception as exc:  # report the controller figures anyway
-        out["broker_phase"] = {"error": f"{type(exc).__name__}: {exc}"}
     batched_times = [r["batched"]["kill_to_known_seconds"] for r in stores.values()
                      if "batched" in r]
     out["worst_batched_seconds"] = max(batched_times) if batched_times else None
@@ -325,10 +482,10 @@ def main(argv: list[str] | None = None) -> int:
             out[f"{name}_speedup"] = round(r["unbatched"]["detection_to_known_seconds"] /
                                            max(1e-9, r["batched"]["detection_to_known_seconds"]),
                                            1)
-    out["goal_met"] = bool(batched_times) and "skipped" not in stores.get("zookeeper", {}) \
+    met = bool(batched_times) and "skipped" not in stores.get("zookeeper", {}) \
         and partitions >= 10000 and max(batched_times) < GOAL_SECONDS
-    print(json.dumps(out))
-    return 0
+    out["controller_goal_met"] = met
+    return met
 
 
 if __name__ == "__main__":

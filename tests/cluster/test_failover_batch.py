@@ -63,7 +63,12 @@ def test_becoming_leader_of_many_is_one_pass(rm: ReplicaManager,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     fsyncs: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+
+    def fsync(fd: int) -> None:
+        fsyncs.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
     threads: list[str] = []
     real_start = threading.Thread.start
 
@@ -113,7 +118,7 @@ def test_epoch_entry_is_durable_before_the_first_append_in_it(rm: ReplicaManager
     real_append = p.log.append
 
     def append(*args: Any, **kwargs: Any) -> Any:
-        on_disk.append([tuple(e) for e in LeaderEpochCheckpointFile(path).read()])
+        on_disk.append([(e, o) for e, o in LeaderEpochCheckpointFile(path).read()])
         return real_append(*args, **kwargs)
 
     p.log.append = append  # type: ignore[method-assign]
