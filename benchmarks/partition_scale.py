@@ -19,8 +19,8 @@ large nothing is ever closed): the descriptors a partition then holds (3: its ``
 index maps; before this change 5, as ``.index``/``.timeindex`` were held twice; Kafka holds at
 least 2 per segment).
 
-Usage: ``python benchmarks/partition_scale.py [--quick] [--partitions N] [--baseline N]``. The
-last line printed is one JSON object with the figures.
+Usage: ``python benchmarks/partition_scale.py [--quick] [--partitions N] [--baseline N]
+[--dir DIR]``. The last line printed is one JSON object with the figures.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def child(args: argparse.Namespace) -> None:
     from kafka_tiers.broker.broker import Broker
     from kafka_tiers.log.handles import HANDLES
 
-    config = {"log.dirs": args.dir, "num.recovery.threads.per.data.dir": str(THREADS)}
+    config = {"log.dirs": args.log_dir, "num.recovery.threads.per.data.dir": str(THREADS)}
     if args.open_files_max:
         config["log.open.files.max"] = str(args.open_files_max)
     n = args.partitions
@@ -135,7 +135,7 @@ def run_child(partitions: int, *, fd_limit: int, open_files_max: int | None,
     """Run :func:`child` in a new process, sampling its descriptors from here."""
     log_dir = work / f"broker-{partitions}-{open_files_max}"
     cmd = [sys.executable, __file__, "--child", "--partitions", str(partitions),
-           "--dir", str(log_dir), "--fd-limit", str(fd_limit)]
+           "--log-dir", str(log_dir), "--fd-limit", str(fd_limit)]
     if open_files_max:
         cmd += ["--open-files-max", str(open_files_max)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", type=int, default=None,
                         help="partitions of the cache-disabled baseline (default 250)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--dir", help=argparse.SUPPRESS)
+    parser.add_argument("--dir", help="where to work (default: a new temporary dir); left "
+                        "empty")
+    parser.add_argument("--log-dir", help=argparse.SUPPRESS)
     parser.add_argument("--fd-limit", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--open-files-max", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     partitions = args.partitions or (2000 if args.quick else 20000)
     baseline_n = args.baseline or (100 if args.quick else 250)
-    work = Path(tempfile.mkdtemp(prefix="partition-scale-"))
+    work = Path(tempfile.mkdtemp(prefix="partition-scale-", dir=args.dir))
     try:
         print(f"baseline: {baseline_n} partitions, handle cache disabled, no fd limit",
               flush=True)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -244,3 +245,16 @@ def test_a_broker_under_ulimit_64_serves_300_partitions(tmp_path: Path) -> None:
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) <= 64
+
+
+@pytest.mark.slow
+def test_partition_scale_benchmark_runs_small(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "partition_scale.py"),
+                           "--partitions", "300", "--baseline", "30", "--dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc["benchmark"] == "partition_scale" and isinstance(doc["goal_met"], bool)
+    assert doc["all_succeeded"] and doc["peak_fds"] <= 900
+    assert doc["baseline_held_fds_per_partition"] >= 2 > doc["held_fds_per_partition"]
+    assert list(tmp_path.iterdir()) == []  # cleaned up after itself
