@@ -149,6 +149,13 @@ def test_the_cap_is_a_config_key_and_a_metric(tmp_path: Path,
     collected = {m.name: m.samples[0].value for m in OpenFilesCollector().collect()}
     assert collected[handles.OPEN_FILES_MAX_METRIC] == 40
     assert collected[handles.OPEN_FILES_METRIC] == len(HANDLES)
+    from kafka_tiers.broker.broker import Broker
+
+    with Broker({"log.dirs": str(tmp_path / "b"), "log.open.files.max": "64"},
+                background=False) as broker:
+        text = broker.metrics_text()
+    assert f"{handles.OPEN_FILES_METRIC} " in text and f"{handles.OPEN_FILES_MAX_METRIC} 64.0" \
+        in text and f"{handles.EVICTIONS_METRIC}_total " in text
 
 
 # ---------------------------------------------------------------------- running out
