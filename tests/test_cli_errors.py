@@ -259,6 +259,30 @@ def test_cluster_start_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert lines == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
 
 
+@pytest.mark.parametrize(("args", "start"), [
+    (("cluster", "start", "--racks", ",,,"), "error: invalid value '' for broker.rack"),
+    (("cluster", "start", "--config", "/nonexistent"), "error: cannot read config file"),
+    (("cluster", "start", "--set", "garbage"), "error: --set takes key=value, got 'garbage'"),
+    (("cluster", "start", "--placer", "nope"), "error: unknown replica placer 'nope'"),
+    (("cluster", "start", "--set", "num.partitions=-1"), "error: invalid value '-1' for num"),
+    (("broker", "start", "--config", "/nonexistent"), "error: cannot read config file"),
+    (("broker", "start", "--override", "x"), "error: --override takes key=value, got 'x'"),
+    (("broker", "start", "--override", "port=99999"), "error: invalid value '99999' for port"),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
+def test_bad_input_of_the_long_running_commands(tmp_path: Path, args: tuple[str, ...],
+                                                start: str) -> None:
+    """broker start and cluster start serve until stopped, so the fuzz test leaves them out:
+    their bad input is here, each ending before anything serves."""
+    props = tmp_path / "server.properties"
+    props.write_text(f"broker.id=1\nlog.dirs={tmp_path / 'logs'}\nport=0\n")
+    extra = (["--dir", str(tmp_path / "c"), "--base-port", "0"] if args[0] == "cluster" else
+             [] if "--config" in args else ["--config", str(props)])
+    done = subprocess.run([sys.executable, "-m", "kafka_tiers", *args, *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(start), done.stderr
+
+
 # ------------------------------------------------------------------------------ silent acceptance
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e9", "soon"])
