@@ -149,6 +149,7 @@ def test_shutdown_with_copies_in_flight_finishes_50_times_out_of_50(tmp_path: Pa
     assert in_flight_at_stop >= 5, in_flight_at_stop
 
 
+@pytest.mark.slow
 def test_the_documented_snippet_exits(tmp_path: Path) -> None:
     """docs/tiered-storage.md's ``with Broker(...)`` snippet, ten times, each bounded."""
     from kafka_tiers.config import BrokerConfig
