@@ -72,7 +72,6 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
     the offset rules (``offset_problem``) fail, and ``problem`` / ``offsetProblem`` say why.
     Records of an invalid batch are never printed."""
     from kafka_tiers.log.errors import CorruptRecordError
-
     from kafka_tiers.log.records import leader_epoch_problem
 
     problem = None
@@ -117,26 +116,9 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
     return out
 
 
-def _offset_problems(bounds: list[tuple[int, int]], floor: int) -> dict[int, str]:
-    """Index -> why, for every batch breaking the offset rules (the fields outside the CRC);
-    after a bad batch the next ones are checked as if it were absent."""
-    from kafka_tiers.log.records import first_offset_violation
-
-    out: dict[int, str] = {}
-    i = 0
-    while i < len(bounds):
-        found = first_offset_violation(bounds[i:], floor)
-        if found is None:
-            break
-        k = i + found[0]
-        out[k] = found[1]
-        if k > i:
-            floor = bounds[k - 1][1] + 1
-        i = k + 1
-    return out
-
-
 def _dump_log(path: Path, print_data: bool) -> dict[str, Any]:
+    from kafka_tiers.log.records import offset_violations
+
     buf = _open_map(path)
     batches = []
     problem = None
@@ -148,8 +130,8 @@ def _dump_log(path: Path, print_data: bool) -> dict[str, Any]:
                 problem, problem_at = err, pos
                 break
             found.append((pos, batch))
-        bad = _offset_problems([(b.base_offset, b.last_offset) for _, b in found],
-                               _base_offset(path))
+        bad = offset_violations([(b.base_offset, b.last_offset) for _, b in found],
+                                _base_offset(path))
         for i, (pos, batch) in enumerate(found):
             batches.append(_batch_dict(batch, pos, print_data, bad.get(i)))
     finally:

@@ -291,7 +291,7 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
     from kafka_tiers.api import IndexType, RemoteStorageError
     from kafka_tiers.log.errors import CorruptRecordError
     from kafka_tiers.log.index import OffsetIndex, TimeIndex
-    from kafka_tiers.log.records import LOG_OVERHEAD, RecordBatch
+    from kafka_tiers.log.records import LOG_OVERHEAD, RecordBatch, offset_violations
 
     problems: list[str] = []
     batches = records = 0
@@ -300,7 +300,7 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
     if len(data) != md.segment_size_in_bytes:
         problems.append(f"log has {len(data)} bytes, metadata says {md.segment_size_in_bytes}")
     starts: dict[int, RecordBatch] = {}
-    pos, expected = 0, md.start_offset
+    pos = 0
     while pos < len(data):
         try:
             if len(data) - pos < LOG_OVERHEAD:
@@ -313,14 +313,18 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
             break
         if not batch.is_valid():
             problems.append(f"batch at byte {pos} (offset {batch.base_offset}): CRC mismatch")
-        if batch.base_offset < expected or batch.last_offset > md.end_offset:
-            problems.append(f"batch at byte {pos} holds offsets {batch.base_offset}-"
-                            f"{batch.last_offset}, outside {expected}-{md.end_offset}")
-        expected = max(expected, batch.last_offset + 1)
         starts[pos] = batch
         batches += 1
         records += batch.records_count
         pos += batch.size
+    # baseOffset is outside the CRC: the offset rules name the damaged batch
+    found = list(starts.items())
+    for i, why in sorted(offset_violations([(b.base_offset, b.last_offset) for _, b in found],
+                                           md.start_offset, md.end_offset + 1).items()):
+        bad_pos, bad = found[i]
+        problems.append(f"batch at byte {bad_pos} holds offsets {bad.base_offset}-"
+                        f"{bad.last_offset}, outside {md.start_offset}-{md.end_offset} or out "
+                        f"of order: {why}")
     indexes: dict[str, bytes] = {}
     for index_type in (IndexType.OFFSET, IndexType.TIMESTAMP):
         try:

@@ -555,6 +555,25 @@ def first_offset_violation(bounds: Sequence[tuple[int, int]], floor: int,
     return None
 
 
+def offset_violations(bounds: Sequence[tuple[int, int]], floor: int,
+                      ceiling: int | None = None) -> dict[int, str]:
+    """Index -> why, for every batch of ``bounds`` breaking the offset rules (for tools that
+    report every problem); after a bad batch the next ones are checked as if it were absent,
+    so each damaged batch is named once."""
+    out: dict[int, str] = {}
+    i = 0
+    while i < len(bounds):
+        found = first_offset_violation(bounds[i:], floor, ceiling)
+        if found is None:
+            break
+        k = i + found[0]
+        out[k] = found[1]
+        if k > i:
+            floor = bounds[k - 1][1] + 1
+        i = k + 1
+    return out
+
+
 def leader_epoch_problem(epoch: int) -> str | None:
     """Why a ``partitionLeaderEpoch`` (outside the CRC) is impossible, or None: it is -1 (no
     epoch) or a non-negative epoch."""
@@ -640,6 +659,7 @@ __all__ = [
     "iter_batches",
     "leader_epoch_problem",
     "offset_order_problem",
+    "offset_violations",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
