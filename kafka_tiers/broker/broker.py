@@ -262,23 +262,33 @@ class Broker:
         topics and lead every partition; cluster member: join the cluster (returns once
         registered). Fires ``broker_started``. Never waits for the remote tier.
 
+        Idempotent: a started broker returns at once; a call while another thread starts it
+        returns once that start ended. A :meth:`shutdown` asked for during the start is done
+        as soon as the start ends (the broker is then stopped).
+
         Args:
             register_timeout: (cluster) how long to wait for this broker id to be free in the
                 metadata store (default: twice the session timeout plus 5 s).
 
         Raises:
+            BrokerError: the broker is stopping (start it again once shutdown() returned).
             LogDirError: a log dir cannot be used, or the topics file is unreadable.
             ConfigError, PluginError: the storage plugin is unknown or refuses its config.
             MetadataStoreError: (cluster) the store is unreachable or the id stays taken.
         """
         with self._lifecycle:
-            if self._phase in ("starting", "started"):
-                return self
-            if self._phase == "stopping":
+            phase, me = self._phase, threading.get_ident()
+            if phase == "stopping":
                 raise BrokerError("the broker is stopping: start it again once shutdown() "
                                   "returned")
-            self._phase, self._stop_asked, self._runner = "starting", None, threading.get_ident()
-            self._settled.clear()
+            other_starting = phase == "starting" and self._runner != me
+            if phase == "stopped":
+                self._phase, self._stop_asked, self._runner = "starting", None, me
+                self._settled.clear()
+        if other_starting:  # another thread is starting it: return once that start ended
+            self._settled.wait()
+        if phase != "stopped":  # started, or being started (by this thread: a hook)
+            return self
         try:
             self._start(register_timeout)
         except BaseException:

@@ -214,6 +214,33 @@ def test_a_shutdown_from_another_thread_during_the_start_waits_and_stops(
     assert (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
 
 
+def test_a_start_while_another_thread_starts_returns_once_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    broker = Broker({"log.dirs": str(tmp_path / "logs")}, background=False)
+    real = broker._start
+    starting, go = threading.Event(), threading.Event()
+
+    def slow_start(timeout: float | None) -> None:
+        starting.set()
+        go.wait(10)
+        real(timeout)
+
+    monkeypatch.setattr(broker, "_start", slow_start)
+    first = threading.Thread(target=broker.start, daemon=True)
+    first.start()
+    assert starting.wait(10)
+    seen: list[bool] = []
+    second = threading.Thread(target=lambda: seen.append(broker.start().started), daemon=True)
+    second.start()
+    time.sleep(0.1)
+    assert second.is_alive(), "start() returned while another thread was still starting"
+    go.set()
+    first.join(SHUTDOWN_LIMIT)
+    second.join(SHUTDOWN_LIMIT)
+    assert seen == [True]
+    _bounded(broker.shutdown, "shutdown")
+
+
 class _RollReader:
     """A hook plugin that, on a roll, waits a little and then reads the log manager (as a
     plugin reporting sizes might): it runs under the rolling log's lock."""
