@@ -100,6 +100,13 @@ def test_interrupt_negative_answer_and_usage(with_boom: None) -> None:
     assert kt("--help").code == 0 and kt("--version").code == 0
 
 
+@pytest.mark.parametrize("group", [(), ("remote",)])
+def test_a_group_without_its_subcommand_shows_its_help(group: tuple[str, ...]) -> None:
+    ran = kt(*group)
+    assert ran.code == 2 and ran.err.startswith("Usage: kafka-tiers") and "\\n" not in ran.err
+    assert "Commands:" in ran.err and "error:" not in ran.err
+
+
 # ------------------------------------------------------------- the inputs of the issue, fixed
 
 @pytest.fixture

@@ -39,6 +39,10 @@ EXIT_ERROR = 2  #: an expected error: one ``error:`` line (usage errors included
 EXIT_INTERNAL = 3  #: a bug in kafka-tiers or a plugin: one ``internal error:`` line
 EXIT_INTERRUPTED = 130  #: Ctrl-C (128 + SIGINT)
 
+#: click's "a group was called without a subcommand" (click >= 8.2), shown as the help
+_NO_ARGS_IS_HELP: tuple[type[click.UsageError], ...] = tuple(
+    c for c in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if c is not None)
+
 DEBUG_ENV = "KAFKA_TIERS_DEBUG"  #: ``1`` turns debug mode on, as ``--debug`` does
 
 
@@ -106,6 +110,10 @@ def report(exc: BaseException, debug: bool) -> int:
     status."""
     if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
         return EXIT_INTERRUPTED
+    if isinstance(exc, click.UsageError) and isinstance(exc, _NO_ARGS_IS_HELP):
+        with contextlib.suppress(OSError, ValueError):  # a group without its subcommand
+            exc.show()  # its help
+        return EXIT_ERROR
     message = expected_message(exc)
     if debug:
         _traceback(exc)
