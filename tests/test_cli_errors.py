@@ -107,6 +107,21 @@ def test_a_group_without_its_subcommand_shows_its_help(group: tuple[str, ...]) -
     assert "Commands:" in ran.err and "error:" not in ran.err
 
 
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_a_reader_that_goes_away_is_not_an_error(fmt: str) -> None:
+    """``kafka-tiers ... | head -1``: exit 0, nothing on stderr (rich would exit 1)."""
+    sample = ROOT / "kafka_tiers" / "samples" / "multi-level-cluster.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafka_tiers", "place", "--cluster", str(sample), "--partitions",
+         "3000", "--replication-factor", "3", "--max-rows", "3000", "--format", fmt],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)
+    proc.stdout.close()  # as head does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == ""
+
+
 # ------------------------------------------------------------- the inputs of the issue, fixed
 
 @pytest.fixture

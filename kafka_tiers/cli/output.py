@@ -23,7 +23,20 @@ def console(stderr: bool = False) -> Any:
     """A rich console (imported lazily, so ``--help`` stays instant)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    out = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    out.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich exits 1 there
+    return out
+
+
+def _broken_pipe() -> None:
+    """The reader of our output went away (``kafka-tiers ... | head``): what rich does (stdout
+    to /dev/null), but as a :class:`BrokenPipeError` for the error boundary (exit 0), where
+    rich would exit 1, which means "no" here."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise BrokenPipeError("stdout closed by its reader")
 
 
 class Seconds(click.ParamType):
