@@ -52,6 +52,8 @@ def boom(what: str) -> None:
         raise SystemExit(1)
     if what == "oserror":
         raise PermissionError(13, "Permission denied", "/root/x")
+    if what == "socket":
+        raise BrokenPipeError(32, "Broken pipe")  # a broker's socket, not stdout
 
 
 @pytest.fixture
@@ -67,6 +69,7 @@ def test_an_expected_error_is_one_line_exit_2_without_secrets(with_boom: None) -
     assert "s3cr3t" not in line
     assert one_error(kt("boom", "--what", "oserror"), "error:") == (
         "error: /root/x: Permission denied")
+    assert one_error(kt("boom", "--what", "socket"), "error:") == "error: Broken pipe"
 
 
 def test_a_bug_is_one_internal_error_line_exit_3(with_boom: None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -63,6 +63,16 @@ class LazyGroup(click.Group):
             return None
         module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; a broken pipe goes to the error boundary as it is (click would
+        turn it into a silent exit 1, whatever pipe it was)."""
+        from kafka_tiers.cli.boundary import PipeClosed
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise PipeClosed(exc) from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]

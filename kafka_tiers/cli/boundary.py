@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import sys
 import traceback
 from collections.abc import Callable
@@ -126,6 +127,30 @@ def report(exc: BaseException, debug: bool) -> int:
     return EXIT_INTERNAL
 
 
+class StdoutClosedError(BrokenPipeError):
+    """The reader of stdout went away; stdout already points at /dev/null."""
+
+
+class PipeClosed(Exception):
+    """A :class:`BrokenPipeError` carried past click (which would turn any ``EPIPE`` into a
+    silent exit 1) to :func:`run`, which tells stdout's end from another pipe's."""
+
+    def __init__(self, error: BrokenPipeError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader went away (a broken pipe elsewhere, a broker's
+    socket say, is an error to report, not the end of the output)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file descriptor to ask
+        return False
+
+
 def _quiet_broken_pipe() -> None:
     """stdout's reader went away (``kafka-tiers ... | head``): point stdout at /dev/null so the
     interpreter's final flush does not fail again."""
@@ -160,9 +185,12 @@ def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
             return int(exc.code or 0)
         _stderr(f"error: {one_line(str(exc.code))}")
         return EXIT_ERROR
-    except BrokenPipeError:
-        _quiet_broken_pipe()
-        return EXIT_OK
+    except (BrokenPipeError, PipeClosed) as exc:
+        error = exc.error if isinstance(exc, PipeClosed) else exc
+        if isinstance(error, StdoutClosedError) or _stdout_gone():
+            _quiet_broken_pipe()
+            return EXIT_OK
+        return report(error, debug())  # another pipe or socket (a broker's, a plugin's)
     except BaseException as exc:  # the boundary: every other exception is reported here
         if not isinstance(exc, Exception | KeyboardInterrupt | click.exceptions.Abort):
             raise  # GeneratorExit and the like are not ours to report
@@ -171,4 +199,5 @@ def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
 
 
 __all__ = ["DEBUG_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NEGATIVE",
-           "EXIT_OK", "echo_undecodable_bytes", "expected_message", "one_line", "report", "run"]
+           "EXIT_OK", "PipeClosed", "StdoutClosedError", "echo_undecodable_bytes",
+           "expected_message", "one_line", "report", "run"]

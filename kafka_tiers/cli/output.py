@@ -30,13 +30,15 @@ def console(stderr: bool = False) -> Any:
 
 def _broken_pipe() -> None:
     """The reader of our output went away (``kafka-tiers ... | head``): what rich does (stdout
-    to /dev/null), but as a :class:`BrokenPipeError` for the error boundary (exit 0), where
+    to /dev/null), but as a ``StdoutClosedError`` for the error boundary (exit 0), where
     rich would exit 1, which means "no" here."""
     import os
 
+    from kafka_tiers.cli.boundary import StdoutClosedError
+
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    raise BrokenPipeError("stdout closed by its reader")
+    raise StdoutClosedError("stdout closed by its reader")
 
 
 class Seconds(click.ParamType):
