@@ -4,7 +4,8 @@ and a failure is exactly one ``error:`` line.
 Arguments are drawn from each click command's own parameters: random text, text that is not
 UTF-8 (as Python hands undecodable argv bytes over: surrogate-escaped), huge and negative
 numbers, NaN and infinities, the values of a Choice, and for paths missing files, directories,
-empty and binary files, wrong-typed and deeply nested JSON. The runs are in-process through the
+empty and binary files, wrong-typed and deeply nested JSON; ``$KAFKA_TIERS_BOOTSTRAP`` is
+garbage too at times. The runs are in-process through the
 real entry point (:func:`kafka_tiers.cli.main`) in a scratch directory; the network is cut off
 (every connection is refused at once, cluster clients give up after 0.3 s) and each run has a
 time limit, so nothing can hang.
@@ -208,8 +209,9 @@ def test_garbage_never_ends_in_a_traceback(path: tuple[str, ...], cmd: click.Com
                                            scratch: Path) -> None:
     @settings(max_examples=EXAMPLES_PER_COMMAND, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(args=command_lines(cmd, scratch, path))
-    def check(args: list[str]) -> None:
+    @given(args=command_lines(cmd, scratch, path),
+           bootstrap=st.one_of(st.none(), st.none(), TEXT))  # $KAFKA_TIERS_BOOTSTRAP
+    def check(args: list[str], bootstrap: str | None) -> None:
         with pytest.MonkeyPatch.context() as mp:
             mp.chdir(scratch)
             mp.setattr(socket, "create_connection", _refused)
@@ -218,7 +220,7 @@ def test_garbage_never_ends_in_a_traceback(path: tuple[str, ...], cmd: click.Com
             previous = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, SECONDS_PER_RUN)
             try:
-                ran = kt(*path, *args, env={"KAFKA_TIERS_BOOTSTRAP": None,
+                ran = kt(*path, *args, env={"KAFKA_TIERS_BOOTSTRAP": bootstrap,
                                             "KAFKA_TIERS_DEBUG": None})
             except _Hung:
                 pytest.fail(f"kafka-tiers {' '.join(path)} {args!r} ran over "
@@ -226,7 +228,8 @@ def test_garbage_never_ends_in_a_traceback(path: tuple[str, ...], cmd: click.Com
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
-        shown = f"kafka-tiers {' '.join(path)} {args!r} -> {ran.code}\n{ran.err[-2000:]}"
+        shown = (f"KAFKA_TIERS_BOOTSTRAP={bootstrap!r} kafka-tiers {' '.join(path)} {args!r} -> "
+                 f"{ran.code}\n{ran.err[-2000:]}")
         assert "Traceback" not in ran.err + ran.out, shown
         assert not any(line.startswith("internal error") for line in ran.err_lines), shown
         assert ran.code in (0, 2), shown
