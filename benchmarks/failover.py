@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger("failover")
 #: ``--code-root DIR`` (the baseline run): import ``kafka_tiers`` from DIR instead
 _CODE_ROOT = (sys.argv[sys.argv.index("--code-root") + 1]
               if "--code-root" in sys.argv[:-1] else str(ROOT))
@@ -234,10 +235,11 @@ def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _fetch_round(client: Any, addresses: list[str], pending: set[TopicPartition]
-                 ) -> set[TopicPartition]:
+def _fetch_round(client: Any, addresses: list[str], pending: set[TopicPartition],
+                 errors: dict[str, int] | None = None) -> set[TopicPartition]:
     """One consumer fetch (offset 0, no wait) of every pending partition from each address;
-    the partitions some broker answered without error (only a leader does)."""
+    the partitions some broker answered without error (only a leader does). ``errors``
+    counts the other answers (error code, or the exception's name) of this round."""
     served: set[TopicPartition] = set()
     parts: list[dict[str, Any]] = [{"topic": tp.topic, "partition": tp.partition, "offset": 0}
                                    for tp in pending]
@@ -248,11 +250,15 @@ def _fetch_round(client: Any, addresses: list[str], pending: set[TopicPartition]
             resp = client.send(address, ApiKey.FETCH, {"replica_id": -1, "max_wait_ms": 0,
                                                        "max_bytes": 1 << 20,
                                                        "partitions": parts}, timeout=60)
-        except Exception:  # a broker still busy or refusing: asked again next round
+        except Exception as exc:  # a broker still busy or refusing: asked again next round
+            if errors is not None:
+                errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
             continue
         for e in resp.body["partitions"]:
             if e["error"] == 0:
                 served.add(TopicPartition(e["topic"], int(e["partition"])))
+            elif errors is not None:
+                errors[str(e["error"])] = errors.get(str(e["error"]), 0) + 1
         parts = [q for q in parts if TopicPartition(q["topic"], q["partition"]) not in served]
     return served
 
@@ -283,10 +289,17 @@ def broker_phase(partitions: int) -> dict[str, Any]:
             addresses = [c.broker(b).address for b in c.live]
             pending = set(everything)
             deadline = time.monotonic() + 600
+            errors: dict[str, int] = {}
             while pending and time.monotonic() < deadline:
-                pending -= _fetch_round(client, addresses, pending)
+                errors.clear()
+                pending -= _fetch_round(client, addresses, pending, errors)
+                if pending:
+                    log.info("%d partitions not served yet: %s", len(pending), errors)
+                    time.sleep(0.5)
             if pending:
-                raise RuntimeError(f"{len(pending)} partitions never answered before the kill")
+                raise RuntimeError(f"{len(pending)} partitions never answered before the kill "
+                                   f"(answers of the last round: {errors})")
+            warm = time.perf_counter() - t - setup
             got: list[FailoverStats] = []
             c.controller().failover_listeners.append(got.append)
             survivors = [c.broker(b).address for b in c.live if b != victim]
@@ -310,7 +323,8 @@ def broker_phase(partitions: int) -> dict[str, Any]:
     out: dict[str, Any] = {"partitions": partitions, "leaders_moved": len(led),
                            "kill_to_serving_seconds": round(took, 4),
                            "ms_per_moved_leader": round(took * 1000 / max(1, len(led)), 3),
-                           "fetch_rounds": rounds, "setup_seconds": round(setup, 1)}
+                           "fetch_rounds": rounds, "setup_seconds": round(setup, 1),
+                           "all_served_before_kill_seconds": round(warm, 1)}
     if got:
         out["controller_detection_to_known_seconds"] = round(got[0].total_seconds, 4)
     return out
@@ -395,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve_endpoints(args.endpoints)
     logging.basicConfig(level=logging.WARNING)
     if args.broker_phase:
+        log.setLevel(logging.INFO)
         print(json.dumps(broker_phase(args.broker_phase)))
         return 0
     partitions = args.partitions or (1000 if args.quick else 10000)
