@@ -285,7 +285,8 @@ def test_cluster_start_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "start"), [
-    (("cluster", "start", "--racks", ",,,"), "error: invalid value '' for broker.rack"),
+    (("cluster", "start", "--racks", "/r1,,/r2"), "error: Invalid value for --racks: expected "
+     "comma-separated non-empty racks, got '/r1,,/r2'"),
     (("cluster", "start", "--config", "/nonexistent"), "error: cannot read config file"),
     (("cluster", "start", "--set", "garbage"), "error: --set takes key=value, got 'garbage'"),
     (("cluster", "start", "--placer", "nope"), "error: unknown replica placer 'nope'"),

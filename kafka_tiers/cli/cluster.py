@@ -167,7 +167,11 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     for key in ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
                 "broker.rack"):
         overrides.pop(key, None)
-    c = LocalCluster(directory, brokers, racks=racks.split(",") if racks else None,
+    rack_list = [r.strip() for r in racks.split(",")] if racks is not None else None
+    if rack_list is not None and not all(rack_list):
+        raise click.BadParameter(f"expected comma-separated non-empty racks, got {racks!r}",
+                                 param_hint="--racks")
+    c = LocalCluster(directory, brokers, racks=rack_list,
                      overrides=overrides, transport="tcp", metadata_store=metadata_store,
                      zookeeper_connect=zookeeper_connect, fast_failure=False,
                      base_port=base_port)
