@@ -57,7 +57,7 @@ class _Index:
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int, *,
                  max_index_size: int = 10 * 1024 * 1024, writable: bool = False) -> None:
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
         self.base_offset = base_offset
         self.entry_size = self.ENTRY.size
         self.max_index_size = max_index_size

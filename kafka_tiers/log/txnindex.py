@@ -20,6 +20,22 @@ _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
 
 
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist (one open, closed at once: the
+    index holds no descriptor between calls)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class AbortedTxn(NamedTuple):
     """One aborted transaction: its producer, first and last (marker) offsets, and the last
     stable offset when it was aborted."""
@@ -38,17 +54,14 @@ class TransactionIndex:
     """The aborted transactions of one segment, appended in ``last_offset`` order."""
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int) -> None:
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
         self.base_offset = base_offset
         self._lock = threading.Lock()
         self._entries: list[AbortedTxn] | None = None
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
-            try:
-                data = self.path.read_bytes()
-            except FileNotFoundError:
-                data = b""
+            data = _read(self.path) or b""
             entries = []
             for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
                 _version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
@@ -115,9 +128,8 @@ class TransactionIndex:
             CorruptIndexError: naming the file and the problem.
         """
         with self._lock:
-            try:
-                data = self.path.read_bytes()
-            except FileNotFoundError:
+            data = _read(self.path)
+            if data is None:
                 return
             if len(data) % ENTRY_SIZE:
                 raise CorruptIndexError(
