@@ -658,8 +658,9 @@ class Broker:
             self.log_manager.topic_overrides[name] = \
                 self.topic_configs.local_overrides(info.config, name)
         tps = [TopicPartition(name, p) for p in range(partitions)]
-        for tp in tps:
-            self._open_partition(info, tp)
+        with self._logs().batched_creation():  # one fsync of the log dir, not one each
+            for tp in tps:
+                self._open_partition(info, tp)
         self.hooks.topic_created(name, {tp.partition: [self.broker_id] for tp in tps})
         return tps
 

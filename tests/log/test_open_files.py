@@ -265,3 +265,20 @@ def test_partition_scale_benchmark_runs_small(tmp_path: Path) -> None:
     assert doc["all_succeeded"] and doc["peak_fds"] <= 900
     assert doc["baseline_held_fds_per_partition"] >= 2 > doc["held_fds_per_partition"]
     assert list(tmp_path.iterdir()) == []  # cleaned up after itself
+
+
+def test_a_batched_creation_fsyncs_the_log_dir_once(manager: LogManager,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_tiers.log.log_manager as log_manager
+
+    synced: list[Path] = []
+    real = log_manager.fsync_dir
+    monkeypatch.setattr(log_manager, "fsync_dir", lambda d: (synced.append(Path(d)), real(d)))
+    manager.get_or_create_log(TopicPartition("single", 0))
+    assert synced == [manager.log_dirs[0]]
+    synced.clear()
+    with manager.batched_creation():
+        for p in range(50):
+            manager.get_or_create_log(TopicPartition("many", p))
+        assert synced == []  # deferred to the end of the block
+    assert synced == [manager.log_dirs[0]]  # today: one fsync per partition
