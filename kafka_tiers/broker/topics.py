@@ -196,7 +196,7 @@ class TopicsFile:
             doc = json.loads(raw)
             version = doc["version"]
             topics = doc["topics"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise LogDirError(f"{path} is not a kafka-tiers topics file", path=str(path)) from None
         if version != TOPICS_FORMAT_VERSION:
             raise LogDirError(f"{path} has format version {version}; this kafka-tiers reads "

@@ -155,7 +155,7 @@ class EmbeddedMetadataServer:
                 doc = json.loads(snap.read_bytes())
                 version = doc["format"]
                 nodes = doc["nodes"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise MetadataStoreError(f"{snap} is not an embedded metadata snapshot") from None
             if version != FORMAT_VERSION:
                 raise MetadataStoreError(f"{snap} has format {version}; this release reads "
@@ -172,7 +172,7 @@ class EmbeddedMetadataServer:
                     continue
                 try:
                     entry = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     if i >= len(lines) - 2:  # the torn tail of a crash: drop it
                         log.warning("ignoring a torn last entry of %s", jpath)
                         break

@@ -136,8 +136,8 @@ def decode(raw: bytes | None) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError as exc:
-        raise MetadataStoreError(f"node data is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise MetadataStoreError(f"node data is not JSON: {str(exc)[:200]}") from None
 
 
 def parent_of(path: str) -> str:

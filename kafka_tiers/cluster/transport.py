@@ -275,9 +275,26 @@ def encode_response(corr: int, resp: Response) -> bytes:
 
 
 def decode_response(frame: bytes) -> tuple[int, Response]:
+    """Parse a response frame (without its size prefix).
+
+    Raises:
+        FrameError: the header is cut short, the body size does not fit the frame, or the
+            body is not a JSON object (a server that is not a kafka-tiers broker, or a
+            damaged connection).
+    """
+    if len(frame) < _RESP.size:
+        raise FrameError(f"a {len(frame)}-byte frame is shorter than the {_RESP.size}-byte "
+                         "response header")
     corr, code, n = _RESP.unpack_from(frame)
     start = _RESP.size
-    body = json.loads(frame[start:start + n]) if n else {}
+    if n < 0 or start + n > len(frame):
+        raise FrameError(f"body size {n} does not fit the {len(frame)}-byte frame")
+    try:
+        body = json.loads(frame[start:start + n]) if n else {}
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise FrameError(f"the body is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(body, dict):
+        raise FrameError(f"the body is a JSON {type(body).__name__}, not an object")
     try:
         err = ErrorCode(code)
     except ValueError:
@@ -532,8 +549,11 @@ class TcpClient(Client):
 
     def send_raw(self, address: str, api_key: int, body: Mapping[str, Any], *,
                  payload: bytes = b"", version: int = 0, timeout: float = 30.0) -> Response:
-        _, lock = self._conn(address)
         host, _, port = address.rpartition(":")
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise TransportError(f"{address!r} is not host:port with a port from 1 to 65535",
+                                 ErrorCode.INVALID_REQUEST, sent=False)
+        _, lock = self._conn(address)
         if not lock.acquire(timeout=timeout):
             raise TransportError(f"{address}: request timed out waiting for the connection",
                                  ErrorCode.REQUEST_TIMED_OUT)

@@ -186,8 +186,8 @@ class SegmentManifest:
         where = f"manifest {key}" if key else "manifest"
         try:
             doc = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ManifestError(f"{where} is not valid JSON: {exc}", key=key) from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise ManifestError(f"{where} is not valid JSON: {str(exc)[:200]}", key=key) from None
         if not isinstance(doc, dict) or "format_version" not in doc:
             raise ManifestError(f"{where} has no format_version", key=key)
         version = doc["format_version"]

@@ -99,7 +99,7 @@ def parse_offsets(text: str | None, key: str, *, ending: bool) -> int | dict[str
         return LATEST
     try:
         doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ConfigError(f"{key} must be earliest, latest or JSON like "
                           f'{{"orders":{{"0":23,"1":-2}}}}: {exc}', key=key) from None
     if not isinstance(doc, dict):
