@@ -745,6 +745,15 @@ class ReplicaManager:
                     try:
                         data = lg.read(offset, max_bytes, isolation="log_end"
                                        if replica_id >= 0 else "high_watermark")
+                    except (OSError, MemoryError) as exc:
+                        resource = is_resource_exhaustion(exc)
+                        if resource is None:
+                            raise
+                        # out of descriptors / memory: this partition's read is refused
+                        # (retriable), the others of the request are served
+                        resource_error(exc, resource, f"reading {tp}", partition=tp)
+                        out["error"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
+                        continue
                     except OffsetOutOfRangeError:
                         remote_wanted = (replica_id < 0
                                          and offset < lg.local_log_start_offset

@@ -49,3 +49,21 @@ def test_create_topics_reports_partitions_no_broker_could_create(
     assert [r.value for r in records] == [b"before", b"after"]
     assert sorted(cl.create_topic("fresh", 2, 2)) == [0, 1]
     cl.produce("fresh", 1, [b"x"])
+
+
+def test_a_fetch_out_of_descriptors_is_retriable_and_the_replica_stays(
+        make_cluster: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_tiers.log.handles import HANDLES
+
+    c = make_cluster(brokers=1)
+    cl = c.client()
+    cl.create_topic("t", 1, 1)
+    cl.produce("t", 0, [b"one"])
+    HANDLES.release_all()  # the next read opens the segment again
+    _fail_creating(monkeypatch, "t", errno.EMFILE)
+    with pytest.raises(TransportError) as info:
+        cl.fetch("t", 0, 0, timeout=1)  # today: the whole request fails, code UNKNOWN
+    assert info.value.code == ErrorCode.KAFKA_STORAGE_ERROR and info.value.retriable
+    monkeypatch.undo()
+    records, _ = cl.fetch("t", 0, 0)
+    assert [r.value for r in records] == [b"one"]
