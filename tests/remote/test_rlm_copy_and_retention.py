@@ -185,8 +185,10 @@ def test_new_leader_continues_with_no_gap_and_no_duplicate(tmp_path):
     a.become_follower(tp)
     assert a.run_tiering()[tp].copied == []  # a follower never copies
     a.shutdown()
-    # the new leader holds a replica of the log (as replication would have given it)
-    shutil.copytree(tmp_path / "a", tmp_path / "b", ignore=shutil.ignore_patterns(".lock"))
+    # the new leader holds a replica of the log (as replication would have given it): the
+    # partition's dir only; broker 1's meta.properties and lock stay broker 1's
+    shutil.copytree(tmp_path / "a", tmp_path / "b",
+                    ignore=shutil.ignore_patterns(".lock", "meta.properties"))
     b, _, rec_b = make_broker(tmp_path, "b", broker_id=2, controlled=False)
     b.become_follower(tp)
     b.run_tiering()
