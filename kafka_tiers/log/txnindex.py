@@ -58,6 +58,9 @@ class TransactionIndex:
         self.base_offset = base_offset
         self._lock = threading.Lock()
         self._entries: list[AbortedTxn] | None = None
+        #: written since the last fsync; True at first (files written by another object, a
+        #: copy, are synced by the first flush), then only after an append
+        self._unsynced = True
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
@@ -84,6 +87,7 @@ class TransactionIndex:
                     f"{entries[-1].last_offset} in {self.path}", path=str(self.path))
             with open(self.path, "ab") as fh:
                 fh.write(txn.encode())
+            self._unsynced = True
             entries.append(txn)
             self._length += ENTRY_SIZE
 
@@ -142,12 +146,21 @@ class TransactionIndex:
                                             path=str(self.path))
 
     def flush(self) -> None:
-        if self.path.exists():
-            fd = os.open(self.path, os.O_RDONLY)
+        """fsync the file if it was written since the last flush (the first flush of this
+        object always looks). Holds no descriptor afterwards."""
+        if not self._unsynced:
+            return
+        with self._lock:  # an append meanwhile must not lose its flag
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                self._unsynced = False
+                return
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            self._unsynced = False
 
     def forget(self) -> None:
         """Drop the cached entries (they are reread on next use)."""

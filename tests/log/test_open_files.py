@@ -282,3 +282,20 @@ def test_a_batched_creation_fsyncs_the_log_dir_once(manager: LogManager,
             manager.get_or_create_log(TopicPartition("many", p))
         assert synced == []  # deferred to the end of the block
     assert synced == [manager.log_dirs[0]]  # today: one fsync per partition
+
+
+def test_the_txn_index_is_synced_only_after_a_write(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_tiers.log.txnindex import AbortedTxn, TransactionIndex
+
+    index = TransactionIndex(tmp_path / "0.txnindex", 0)
+    index.append(AbortedTxn(1, 0, 5, 0))
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    index.flush()
+    index.flush()  # nothing written since: no open, no fsync (today: one each time)
+    assert len(synced) == 1
+    index.append(AbortedTxn(1, 6, 9, 0))
+    index.flush()
+    assert len(synced) == 2
