@@ -31,6 +31,7 @@ operators raise the limit instead).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -110,7 +111,7 @@ class HandleCache:
         with self._lock:
             # Only look at as many as must go: a busy one goes back to the recent end.
             excess = len(self._items) - self._capacity
-            for key in list(self._items)[:max(excess, 0)]:
+            for key in list(itertools.islice(self._items, max(excess, 0))):
                 victim = self._items[key]
                 if victim is keep:
                     continue
