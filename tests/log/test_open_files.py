@@ -299,3 +299,34 @@ def test_the_txn_index_is_synced_only_after_a_write(tmp_path: Path,
     index.append(AbortedTxn(1, 6, 9, 0))
     index.flush()
     assert len(synced) == 2
+
+
+class _Handle:
+    def __init__(self, busy: bool = False) -> None:
+        self.busy, self.released = busy, 0
+
+    def release(self) -> bool:
+        if self.busy:
+            return False
+        self.released += 1
+        return True
+
+
+def test_the_cache_keeps_counting_a_busy_handle_and_closes_the_oldest() -> None:
+    cache = HandleCache(8)
+    busy = _Handle(busy=True)
+    cache.touch(busy)
+    idle = [_Handle() for _ in range(8)]
+    for h in idle:
+        cache.touch(h)
+    # the oldest (busy) could not be closed: it stays counted; the next oldest went instead
+    assert busy in cache and busy.released == 0
+    assert len(cache) == 9 and cache.evictions == 0
+    cache.touch(_Handle())  # back to the cap: the two oldest idle ones are closed
+    assert [h.released for h in idle[:3]] == [1, 1, 0] and len(cache) == 8
+    cache.touch(idle[2])  # a use moves it to the recent end: the next victim is idle[3]
+    cache.touch(_Handle())
+    assert idle[2] in cache and idle[2].released == 0 and idle[3].released == 1
+    assert cache.evictions == 3
+    busy.busy = False
+    assert cache.release_all() == 8 and len(cache) == 0
