@@ -263,16 +263,22 @@ def _fetch_round(client: Any, addresses: list[str], pending: set[TopicPartition]
     return served
 
 
-def broker_phase(partitions: int) -> dict[str, Any]:
+def broker_phase(partitions: int, data_dir: str | None = None) -> dict[str, Any]:
     """Kill a broker of a 3-broker in-process cluster holding ``partitions`` partitions (RF
-    3); the time until every partition it led answers a consumer fetch at a live broker."""
+    3); the time until every partition it led answers a consumer fetch at a live broker.
+    ``data_dir``: where the brokers' log dirs go (a temporary directory in it)."""
     from kafka_tiers.cluster.local_cluster import LocalCluster
     from kafka_tiers.cluster.transport import LoopbackClient
 
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory(dir=data_dir) as d:
         t = time.perf_counter()
+        # Kafka's defaults for the session and the replica lag (the fast test settings
+        # expire sessions and shrink ISRs while 30,000 replicas are created in one process);
+        # the kill ends the victim's session at once whatever the timeout
         c = LocalCluster(d, 3, overrides={"auto.leader.rebalance.enable": "false",
-                                          "request.timeout.ms": "120000"}).start()
+                                          "request.timeout.ms": "120000",
+                                          "zookeeper.session.timeout.ms": "18000",
+                                          "replica.lag.time.max.ms": "30000"}).start()
         try:
             cl = c.client(timeout=600)
             for i in range(max(1, partitions // PER_TOPIC)):
@@ -346,10 +352,13 @@ def _baseline_root(dest: Path) -> tuple[Path, str]:
     return dest, ref
 
 
-def _broker_phase_child(partitions: int, code_root: Path | None) -> dict[str, Any]:
+def _broker_phase_child(partitions: int, code_root: Path | None,
+                        data_dir: str | None) -> dict[str, Any]:
     """:func:`broker_phase` in a fresh process (each run alone in its process, memory and
     threads; ``code_root``: import ``kafka_tiers`` from there, e.g. the baseline tree)."""
     cmd = [sys.executable, __file__, "--broker-phase", str(partitions)]
+    if data_dir is not None:
+        cmd += ["--data-dir", data_dir]
     if code_root is not None:
         cmd += ["--code-root", str(code_root)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200)
@@ -361,21 +370,24 @@ def _broker_phase_child(partitions: int, code_root: Path | None) -> dict[str, An
     return result
 
 
-def serving_phase(partitions: int, baseline_partitions: int) -> dict[str, Any]:
+def serving_phase(partitions: int, baseline_partitions: int, data_dir: str | None = None
+                  ) -> dict[str, Any]:
     """The kill-to-serving time with this tree and with the baseline tree (per-partition
     role changes), both at ``partitions`` unless ``baseline_partitions`` is smaller (see the
     module docstring); ``ratio`` is the baseline's time over this tree's."""
     out: dict[str, Any] = {"goal_seconds": SERVING_GOAL_SECONDS}
-    out["batched"] = _broker_phase_child(partitions, None)
+    out["batched"] = _broker_phase_child(partitions, None, data_dir)
     if baseline_partitions < partitions:
-        out["batched_at_baseline_scale"] = _broker_phase_child(baseline_partitions, None)
+        out["batched_at_baseline_scale"] = _broker_phase_child(baseline_partitions, None,
+                                                               data_dir)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             root, ref = _baseline_root(Path(tmp))
         except (OSError, subprocess.CalledProcessError, RuntimeError) as exc:
             out["baseline"] = {"skipped": f"baseline tree unavailable: {exc}"}
         else:
-            out["baseline"] = _broker_phase_child(min(baseline_partitions, partitions), root)
+            out["baseline"] = _broker_phase_child(min(baseline_partitions, partitions), root,
+                                                  data_dir)
             out["baseline"]["commit"] = ref
     new, old = out["batched"], out["baseline"]
     small = out.get("batched_at_baseline_scale", new)
@@ -401,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-partitions", type=int,
                         help="a smaller scale for the baseline (per-partition) serving run "
                              "(default: the same scale)")
+    parser.add_argument("--data-dir", help="where the serving phase's brokers keep their "
+                        "logs (default: the system's temporary directory)")
     parser.add_argument("--endpoints", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--broker-phase", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
@@ -410,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     if args.broker_phase:
         log.setLevel(logging.INFO)
-        print(json.dumps(broker_phase(args.broker_phase)))
+        print(json.dumps(broker_phase(args.broker_phase, args.data_dir)))
         return 0
     partitions = args.partitions or (1000 if args.quick else 10000)
     partitions = max(PER_TOPIC, partitions // PER_TOPIC * PER_TOPIC)
@@ -428,8 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase in ("all", "controller"):
         controller_met = _controller_figures(out, partitions)
     if args.phase in ("all", "serving"):
-        serving = serving_phase(partitions, baseline_partitions)
+        serving = serving_phase(partitions, baseline_partitions, args.data_dir)
         out["serving_phase"] = serving
+        out["serving_data_dir"] = args.data_dir or tempfile.gettempdir()
         took = serving["batched"].get("kill_to_serving_seconds")
         serving_met = (took is not None and partitions >= 10000
                        and took < SERVING_GOAL_SECONDS)
