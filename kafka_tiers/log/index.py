@@ -55,9 +55,23 @@ class _Index:
     ENTRY: struct.Struct
     KIND = "index"
 
+    _file: str  # the path as a string, for the os calls
+    _path: Path | None  # built on first use of ``path``
+
+    @property
+    def path(self) -> Path:
+        """The file (a :class:`~pathlib.Path`, built on first use: start-up builds none)."""
+        if self._path is None:
+            self._path = Path(self._file)
+        return self._path
+
+    def _set_path(self, value: str | os.PathLike[str]) -> None:
+        self._file = os.fspath(value)
+        self._path = value if isinstance(value, Path) else None
+
     def __init__(self, path: str | os.PathLike[str], base_offset: int, *,
                  max_index_size: int = 10 * 1024 * 1024, writable: bool = False) -> None:
-        self.path = path if isinstance(path, Path) else Path(path)
+        self._set_path(path)  # kept as a string; a Path is built only when asked for
         self.base_offset = base_offset
         self.entry_size = self.ENTRY.size
         self.max_index_size = max_index_size
@@ -103,7 +117,7 @@ class _Index:
             raise LogClosedError(f"index {self.path} is closed")
         flags = os.O_RDWR | os.O_CREAT if self._writable else os.O_RDONLY
         try:
-            fd = os.open(self.path, flags, 0o644)
+            fd = os.open(self._file, flags, 0o644)
         except FileNotFoundError:
             if self._writable:
                 raise
@@ -185,7 +199,7 @@ class _Index:
             if isinstance(self._mm, mmap.mmap) and self._writable:
                 self._mm.flush()
             elif not self._closed and self.path.exists():
-                fd = os.open(self.path, os.O_RDONLY)
+                fd = os.open(self._file, os.O_RDONLY)
                 try:
                     os.fsync(fd)
                 finally:
@@ -209,7 +223,7 @@ class _Index:
                 self._writable = False
             if self._writable:
                 entries = self._entries
-                fd = os.open(self.path, os.O_RDWR)
+                fd = os.open(self._file, os.O_RDWR)
                 try:
                     if self._dirty:
                         if isinstance(self._mm, mmap.mmap):
@@ -236,7 +250,7 @@ class _Index:
                 raise CorruptIndexError(f"index {self.path} is read-only", path=str(self.path))
             self._unmap()
             size = self.max_entries * self.entry_size
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 os.ftruncate(fd, size)
             finally:
@@ -273,7 +287,7 @@ class _Index:
         with self._lock:
             if self.path.exists():
                 os.replace(self.path, path)
-            self.path = path
+            self._set_path(path)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -335,7 +349,7 @@ class _Index:
         else:
             # read-only: rewrite the file shorter
             self._unmap()
-            fd = os.open(self.path, os.O_RDWR)
+            fd = os.open(self._file, os.O_RDWR)
             try:
                 os.ftruncate(fd, n * self.entry_size)
                 os.fsync(fd)

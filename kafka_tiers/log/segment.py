@@ -150,23 +150,33 @@ class LogSegment:
     def _name(self) -> str:
         return segment_file_name(self.base_offset, "")
 
+    # The os calls use plain strings: building a Path per file is a measurable share of the
+    # start-up of a broker with tens of thousands of partitions.
+    @cached_property
+    def _prefix(self) -> str:
+        return os.path.join(os.fspath(self.dir), self._name)
+
+    @cached_property
+    def _log_file(self) -> str:
+        return self._prefix + LOG_SUFFIX
+
     @cached_property
     def log_path(self) -> Path:
-        return self.dir / (self._name + LOG_SUFFIX)
+        return Path(self._log_file)
 
     @cached_property
     def offset_index(self) -> OffsetIndex:
-        return OffsetIndex(self.dir / (self._name + INDEX_SUFFIX), self.base_offset,
+        return OffsetIndex(self._prefix + INDEX_SUFFIX, self.base_offset,
                            max_index_size=self.max_index_size, writable=self._active)
 
     @cached_property
     def time_index(self) -> TimeIndex:
-        return TimeIndex(self.dir / (self._name + TIME_INDEX_SUFFIX), self.base_offset,
+        return TimeIndex(self._prefix + TIME_INDEX_SUFFIX, self.base_offset,
                          max_index_size=self.max_index_size, writable=self._active)
 
     @cached_property
     def txn_index(self) -> TransactionIndex:
-        return TransactionIndex(self.dir / (self._name + TXN_INDEX_SUFFIX), self.base_offset)
+        return TransactionIndex(self._prefix + TXN_INDEX_SUFFIX, self.base_offset)
 
     # ------------------------------------------------------------------ files
     @classmethod
@@ -224,10 +234,10 @@ class LogSegment:
             raise LogClosedError(f"segment {self.log_path} is closed")
         if self._fd is None:
             if self._active:
-                self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = os.open(self._log_file, os.O_RDWR | os.O_CREAT, 0o644)
                 self._fd_writable = True
             else:
-                self._fd = os.open(self.log_path, os.O_RDONLY)
+                self._fd = os.open(self._log_file, os.O_RDONLY)
                 self._fd_writable = False
         HANDLES.touch(self)
         return self._fd
@@ -254,14 +264,14 @@ class LogSegment:
                 if self._fd is not None:
                     self._size = os.fstat(self._fd).st_size
                 else:
-                    self._size = os.stat(self.log_path).st_size
+                    self._size = os.stat(self._log_file).st_size
         return self._size
 
     @property
     def created_ms(self) -> int:
         if self._created_ms is None:
             try:
-                self._created_ms = int(os.stat(self.log_path).st_mtime * 1000)
+                self._created_ms = int(os.stat(self._log_file).st_mtime * 1000)
             except FileNotFoundError:
                 self._created_ms = int(time.time() * 1000)
         return self._created_ms
@@ -269,7 +279,7 @@ class LogSegment:
     @property
     def last_modified_ms(self) -> int:
         try:
-            return int(os.stat(self.log_path).st_mtime * 1000)
+            return int(os.stat(self._log_file).st_mtime * 1000)
         except FileNotFoundError:
             return 0
 
@@ -556,7 +566,7 @@ class LogSegment:
             CorruptRecordError: the log itself is damaged where it was read.
         """
         try:
-            size = os.stat(self.log_path).st_size
+            size = os.stat(self._log_file).st_size
         except FileNotFoundError:
             raise CorruptRecordError(f"{self.log_path} is missing",
                                      path=str(self.log_path)) from None
@@ -593,7 +603,7 @@ class LogSegment:
             nxt = None
             floor = self.base_offset
             for batch in self.iter_batches(start):
-                batch.validate(str(self.log_path))
+                batch.validate(self._log_file)
                 bad = offset_order_problem(floor, batch.base_offset, batch.last_offset)
                 if bad is not None:
                     raise CorruptRecordError(bad, path=str(self.log_path))

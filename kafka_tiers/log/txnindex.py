@@ -20,7 +20,7 @@ _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
 
 
-def _read(path: Path) -> bytes | None:
+def _read(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist (one open, closed at once: the
     index holds no descriptor between calls)."""
     try:
@@ -53,8 +53,22 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """The aborted transactions of one segment, appended in ``last_offset`` order."""
 
+    _file: str  # the path as a string, for the os calls
+    _path: Path | None  # built on first use of ``path``
+
+    @property
+    def path(self) -> Path:
+        """The file (a :class:`~pathlib.Path`, built on first use: start-up builds none)."""
+        if self._path is None:
+            self._path = Path(self._file)
+        return self._path
+
+    def _set_path(self, value: str | os.PathLike[str]) -> None:
+        self._file = os.fspath(value)
+        self._path = value if isinstance(value, Path) else None
+
     def __init__(self, path: str | os.PathLike[str], base_offset: int) -> None:
-        self.path = path if isinstance(path, Path) else Path(path)
+        self._set_path(path)  # kept as a string; a Path is built only when asked for
         self.base_offset = base_offset
         self._lock = threading.Lock()
         self._entries: list[AbortedTxn] | None = None
@@ -64,7 +78,7 @@ class TransactionIndex:
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
-            data = _read(self.path) or b""
+            data = _read(self._file) or b""
             entries = []
             for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
                 _version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
@@ -85,7 +99,7 @@ class TransactionIndex:
                 raise CorruptIndexError(
                     f"aborted transaction at {txn.last_offset} is not after "
                     f"{entries[-1].last_offset} in {self.path}", path=str(self.path))
-            with open(self.path, "ab") as fh:
+            with open(self._file, "ab") as fh:
                 fh.write(txn.encode())
             self._unsynced = True
             entries.append(txn)
@@ -132,7 +146,7 @@ class TransactionIndex:
             CorruptIndexError: naming the file and the problem.
         """
         with self._lock:
-            data = _read(self.path)
+            data = _read(self._file)
             if data is None:
                 return
             if len(data) % ENTRY_SIZE:
@@ -152,7 +166,7 @@ class TransactionIndex:
             return
         with self._lock:  # an append meanwhile must not lose its flag
             try:
-                fd = os.open(self.path, os.O_RDONLY)
+                fd = os.open(self._file, os.O_RDONLY)
             except FileNotFoundError:
                 self._unsynced = False
                 return
@@ -176,7 +190,7 @@ class TransactionIndex:
         with self._lock:
             if self.path.exists():
                 os.replace(self.path, path)
-            self.path = path
+            self._set_path(path)
 
 
 __all__ = ["ENTRY_SIZE", "AbortedTxn", "TransactionIndex"]
