@@ -67,10 +67,12 @@ def _scan(buf: Any) -> Iterator[tuple[int, Any, str | None]]:
 
 
 def _batch_dict(batch: Any, position: int, print_data: bool,
-                offset_problem: str | None = None) -> dict[str, Any]:
-    """One batch as Kafka's dump shows it; ``isValid`` is false when the magic, the CRC or
-    the offset rules (``offset_problem``) fail, and ``problem`` / ``offsetProblem`` say why.
-    Records of an invalid batch are never printed."""
+                offset_problem: str | None = None,
+                epoch_problem: str | None = None) -> dict[str, Any]:
+    """One batch as Kafka's dump shows it; ``isValid`` is false when the magic, the CRC, the
+    offset rules (``offset_problem``) or the leader epoch order (``epoch_problem``: an epoch
+    below the batch before) fail, and ``problem`` / ``offsetProblem`` / ``epochProblem`` say
+    why. Records of an invalid batch are never printed."""
     from kafka_tiers.log.errors import CorruptRecordError
     from kafka_tiers.log.records import leader_epoch_problem
 
@@ -80,7 +82,7 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
         problem = leader_epoch_problem(batch.partition_leader_epoch)
     except CorruptRecordError as exc:
         problem = str(exc)
-    valid = problem is None and offset_problem is None
+    valid = problem is None and offset_problem is None and epoch_problem is None
     ts_name = "LogAppendTime" if batch.timestamp_type else "CreateTime"
     out: dict[str, Any] = {
         "baseOffset": batch.base_offset, "lastOffset": batch.last_offset,
@@ -99,6 +101,8 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
         out["problem"] = problem
     if offset_problem is not None:
         out["offsetProblem"] = offset_problem
+    if epoch_problem is not None:
+        out["epochProblem"] = epoch_problem
     if print_data and valid:
         try:
             recs = []
@@ -117,7 +121,7 @@ def _batch_dict(batch: Any, position: int, print_data: bool,
 
 
 def _dump_log(path: Path, print_data: bool) -> dict[str, Any]:
-    from kafka_tiers.log.records import offset_violations
+    from kafka_tiers.log.records import epoch_violations, offset_violations
 
     buf = _open_map(path)
     batches = []
@@ -132,8 +136,9 @@ def _dump_log(path: Path, print_data: bool) -> dict[str, Any]:
             found.append((pos, batch))
         bad = offset_violations([(b.base_offset, b.last_offset) for _, b in found],
                                 _base_offset(path))
+        drops = epoch_violations([b.partition_leader_epoch for _, b in found])
         for i, (pos, batch) in enumerate(found):
-            batches.append(_batch_dict(batch, pos, print_data, bad.get(i)))
+            batches.append(_batch_dict(batch, pos, print_data, bad.get(i), drops.get(i)))
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
@@ -247,6 +252,8 @@ def _print_text(result: dict[str, Any], echo: Callable[[str], None]) -> None:
                 echo(f"| invalid batch: {b['problem']}")
             if "offsetProblem" in b:
                 echo(f"| invalid offsets: {b['offsetProblem']}")
+            if "epochProblem" in b:
+                echo(f"| invalid leader epoch: {b['epochProblem']}")
             if "recordsError" in b:
                 echo(f"| invalid records: {b['recordsError']}")
         if "problem" in result:

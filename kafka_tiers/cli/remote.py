@@ -230,13 +230,15 @@ def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...]
         max_records: int | None) -> None:
     """Print the records of a remote segment.
 
-    Every batch of the segment is verified before anything is printed: CRC-32C, magic and
-    header consistency, and the offset rules for the header fields outside the CRC (base
-    offsets strictly increase from the segment's start offset, each batch ends before the
-    next one and within the segment's end offset). A corrupt batch prints nothing: one
-    ``error:`` line naming the batch and the problem, exit status 2 (``remote verify`` lists
-    every problem). The text output ends with a line on stderr saying what was verified; the
-    JSON output carries it as ``verified``.
+    The segment is verified before anything is printed, by the same function as ``remote
+    verify`` (:func:`verify_segment`): every batch's CRC-32C, magic and header consistency,
+    its leader epoch (never negative, never below the batch before), the offset rules for the
+    header fields outside the CRC (base offsets strictly increase from the segment's start
+    offset, each batch ends before the next one and within the segment's end offset), the
+    size, both indexes and, for object-store plugins, the manifest's checksums. A segment
+    ``remote verify`` calls broken prints nothing: one ``error:`` line naming the first
+    problem, exit status 2 (``remote verify`` lists every problem). The text output ends with
+    a line on stderr saying what was verified; the JSON output carries it as ``verified``.
     """
     from kafka_tiers.log.errors import CorruptRecordError
     from kafka_tiers.log.records import verified_batches
@@ -244,16 +246,18 @@ def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...]
     tp = _tp(topic, partition)
     with _open(storage, config_file, overrides) as rsm:
         md = _find(rsm, tp, segment_id)
-        with rsm.fetch_log_segment(md, 0) as stream:
-            data = stream.read()
+        report, data = _verify(rsm, md)
     try:
+        if report["problems"]:
+            raise CorruptRecordError(report["problems"][0])
         batches = verified_batches(data, floor=md.start_offset, ceiling=md.end_offset + 1)
     except CorruptRecordError as exc:
+        more = len(report["problems"]) - 1
         raise CorruptRecordError(
             f"remote segment {segment_id} of {tp.topic}-{tp.partition} is corrupt, nothing "
-            f"printed: {exc}; run 'kafka-tiers remote verify' for every problem",
-            position=exc.position) from None
-    verified = {"batches": len(batches), "checks": ["crc32c", "magic", "offsets"]}
+            f"printed: {exc}{f' (and {more} more problems)' if more > 0 else ''}; run "
+            "'kafka-tiers remote verify' for every problem", position=exc.position) from None
+    verified = {"batches": len(batches), "checks": list(report["checks"])}
     records = []
     for batch in batches:
         for rec in batch.records():
@@ -277,8 +281,13 @@ def cat(storage: str | None, config_file: str | None, overrides: tuple[str, ...]
         click.echo(f"offset={r.offset} timestamp={r.timestamp} "
                    f"key={key.get('text', key.get('base64'))!s} "
                    f"value={value.get('text', value.get('base64'))!s}")
-    click.echo(f"verified {len(batches)} batches of segment {segment_id}: CRC-32C, magic and "
-               "offsets", err=True)
+    names = ", ".join(_CHECK_NAMES.get(c, c) for c in report["checks"])
+    click.echo(f"verified {len(batches)} batches of segment {segment_id}: {names}", err=True)
+
+
+#: the checks of :func:`verify_segment` (as its report's ``checks`` names them), for people
+_CHECK_NAMES = {"crc32c": "CRC-32C", "leader_epochs": "leader epochs",
+                "manifest_checksums": "manifest checksums"}
 
 
 def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
@@ -287,13 +296,26 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
     offset), the time index (offsets in range, timestamps not decreasing) and, for
     object-store plugins, the manifest's checksum (crc32c, or sha256 in a format 1
     manifest) of the log and the two indexes. Returns a report with
-    ``problems`` (empty when the segment is sound)."""
+    ``problems`` (empty when the segment is sound) and ``checks`` (what was checked). The one
+    verification of a remote segment: ``remote cat`` prints nothing that fails it."""
+    return _verify(rsm, md)[0]
+
+
+def _verify(rsm: Any, md: Any) -> tuple[dict[str, Any], bytes]:
+    """:func:`verify_segment`'s report and the log bytes it checked."""
     from kafka_tiers.api import IndexType, RemoteStorageError
     from kafka_tiers.log.errors import CorruptRecordError
     from kafka_tiers.log.index import OffsetIndex, TimeIndex
-    from kafka_tiers.log.records import LOG_OVERHEAD, RecordBatch, offset_violations
+    from kafka_tiers.log.records import (
+        LOG_OVERHEAD,
+        RecordBatch,
+        epoch_violations,
+        leader_epoch_problem,
+        offset_violations,
+    )
 
     problems: list[str] = []
+    checks = ["crc32c", "magic", "leader_epochs", "offsets", "size", "indexes"]
     batches = records = 0
     with rsm.fetch_log_segment(md, 0) as stream:
         data = stream.read()
@@ -311,8 +333,13 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
         except CorruptRecordError as exc:
             problems.append(f"byte {pos}: {exc}")
             break
-        if not batch.is_valid():
-            problems.append(f"batch at byte {pos} (offset {batch.base_offset}): CRC mismatch")
+        try:
+            batch.validate()
+            why = leader_epoch_problem(batch.partition_leader_epoch)
+        except CorruptRecordError as exc:
+            why = str(exc)
+        if why is not None:
+            problems.append(f"batch at byte {pos} (offset {batch.base_offset}): {why}")
         starts[pos] = batch
         batches += 1
         records += batch.records_count
@@ -325,6 +352,10 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
         problems.append(f"batch at byte {bad_pos} holds offsets {bad.base_offset}-"
                         f"{bad.last_offset}, outside {md.start_offset}-{md.end_offset} or out "
                         f"of order: {why}")
+    for i, why in sorted(epoch_violations([b.partition_leader_epoch
+                                           for _, b in found]).items()):
+        bad_pos, bad = found[i]
+        problems.append(f"batch at byte {bad_pos} (offset {bad.base_offset}): {why}")
     indexes: dict[str, bytes] = {}
     for index_type in (IndexType.OFFSET, IndexType.TIMESTAMP):
         try:
@@ -362,7 +393,10 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
         if ts < last_ts:
             problems.append(f"time index entry {n}: timestamp {ts} decreases")
         last_ts = ts
-    for obj in _manifest_objects(rsm, md) or []:
+    manifest = _manifest_objects(rsm, md)
+    if manifest is not None:
+        checks.append("manifest_checksums")
+    for obj in manifest or []:
         kind = obj.kind.value
         if kind == "log" and not obj.matches(data):
             problems.append(f"log content differs from the {obj.checksum_algorithm} in the "
@@ -374,7 +408,7 @@ def verify_segment(rsm: Any, md: Any) -> dict[str, Any]:
                                 "in the manifest")
     return {"segment_id": md.segment_id, "start_offset": md.start_offset,
             "end_offset": md.end_offset, "batches": batches, "records": records,
-            "ok": not problems, "problems": problems}
+            "ok": not problems, "problems": problems, "checks": checks}, data
 
 
 @remote.command("verify")

@@ -582,13 +582,30 @@ def leader_epoch_problem(epoch: int) -> str | None:
     return None
 
 
+def epoch_violations(epochs: Sequence[int]) -> dict[int, str]:
+    """Index -> why, for every batch whose ``partitionLeaderEpoch`` (outside the CRC) is below
+    the epoch of the batch before it: Kafka's leader epochs never decrease along a log. A batch
+    without an epoch (-1) is skipped, and each drop is named once (at the lower batch)."""
+    out: dict[int, str] = {}
+    previous = NO_PARTITION_LEADER_EPOCH
+    for i, epoch in enumerate(epochs):
+        if epoch < 0:
+            continue
+        if epoch < previous:
+            out[i] = (f"partitionLeaderEpoch {epoch} is below {previous} of the batch before "
+                      "(leader epochs never decrease along a log): damaged partitionLeaderEpoch")
+        previous = epoch
+    return out
+
+
 def verified_batches(buffer: bytes | bytearray | memoryview, *, floor: int = 0,
                      ceiling: int | None = None) -> list[RecordBatch]:
     """Every batch of ``buffer``, each one checked before it is returned: size and magic,
     CRC-32C and header consistency (:meth:`RecordBatch.validate`), a possible
-    ``partitionLeaderEpoch``, and the offset rules from ``floor`` (the first offset the bytes
-    may hold) below ``ceiling`` (:func:`first_offset_violation`). For tools that print
-    records: nothing is returned unless everything holds.
+    ``partitionLeaderEpoch`` that never decreases (:func:`epoch_violations`), and the
+    offset rules from ``floor`` (the first offset the bytes may hold) below ``ceiling``
+    (:func:`first_offset_violation`). For tools that print records: nothing is returned
+    unless everything holds.
 
     Raises:
         CorruptRecordError: the first bad batch, with its byte position, its offsets (as
@@ -597,10 +614,12 @@ def verified_batches(buffer: bytes | bytearray | memoryview, *, floor: int = 0,
     batches = list(iter_batches(buffer))
     found = first_offset_violation([(b.base_offset, b.last_offset) for b in batches], floor,
                                    ceiling)
-    for batch in batches[:found[0] if found is not None else len(batches)]:
+    epoch_drops = epoch_violations([b.partition_leader_epoch for b in batches])
+    for i, batch in enumerate(batches[:found[0] if found is not None else len(batches)]):
         try:
             batch.validate()
-            problem = leader_epoch_problem(batch.partition_leader_epoch)
+            problem = (leader_epoch_problem(batch.partition_leader_epoch)
+                       or epoch_drops.get(i))
         except CorruptRecordError as exc:
             problem = str(exc)
         if problem is not None:
@@ -655,6 +674,7 @@ __all__ = [
     "build_batch",
     "build_end_txn_marker",
     "earlier_batch_is_suspect",
+    "epoch_violations",
     "first_offset_violation",
     "iter_batches",
     "leader_epoch_problem",

@@ -61,7 +61,8 @@ def test_cat_says_what_it_verified(tier, capsys):
     code, out, _ = _cat(tier, md, "--format", "json", capsys=capsys)
     doc = json.loads(out)
     assert doc["verified"]["batches"] >= 1
-    assert set(doc["verified"]["checks"]) == {"crc32c", "magic", "offsets"}
+    assert set(doc["verified"]["checks"]) == {"crc32c", "magic", "offsets", "leader_epochs",
+                                              "size", "indexes", "manifest_checksums"}
 
 
 def test_cat_refuses_a_batch_failing_its_crc(tier, capsys):
