@@ -48,6 +48,7 @@ from kafka_tiers.cluster.metadata_store import (
     make_store,
 )
 from kafka_tiers.cluster.replica_manager import RemoteReader, ReplicaManager, RoleListener
+from kafka_tiers.cluster.request_schemas import request_validator
 from kafka_tiers.cluster.transport import (
     LOOPBACK,
     ApiError,
@@ -342,22 +343,28 @@ class ClusterMember:
 
     # ------------------------------------------------------------------ request handlers
     def _register_handlers(self) -> None:
-        h = self.handlers
-        h.register(ApiKey.PRODUCE, self._produce)
-        h.register(ApiKey.FETCH, self._fetch)
-        h.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self._epoch_end)
-        h.register(ApiKey.LEADER_AND_ISR, self._leader_and_isr)
-        h.register(ApiKey.STOP_REPLICA, self._stop_replica)
-        h.register(ApiKey.METADATA, self._metadata)
-        h.register(ApiKey.CREATE_TOPICS, self._create_topics)
-        h.register(ApiKey.DELETE_TOPICS, self._delete_topics)
-        h.register(ApiKey.CREATE_REPLICA_PLACEMENT, self._placement)
-        h.register(ApiKey.ELECT_LEADERS, self._elect_leaders)
-        h.register(ApiKey.CONTROLLED_SHUTDOWN, self._controlled_shutdown_request)
-        h.register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, self._alter_reassignments)
-        h.register(ApiKey.LIST_PARTITION_REASSIGNMENTS, self._list_reassignments)
-        h.register(ApiKey.DESCRIBE_LOG_DIRS, self._describe_log_dirs)
-        h.register(ApiKey.ALTER_REPLICA_LOG_DIRS, self._alter_log_dirs)
+        """Every api with its handler and its body schema (a key without a schema in
+        :data:`~kafka_tiers.cluster.request_schemas.REQUEST_SCHEMAS` fails here, at start)."""
+        served: dict[ApiKey, Any] = {
+            ApiKey.PRODUCE: self._produce,
+            ApiKey.FETCH: self._fetch,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self._epoch_end,
+            ApiKey.LEADER_AND_ISR: self._leader_and_isr,
+            ApiKey.STOP_REPLICA: self._stop_replica,
+            ApiKey.METADATA: self._metadata,
+            ApiKey.CREATE_TOPICS: self._create_topics,
+            ApiKey.DELETE_TOPICS: self._delete_topics,
+            ApiKey.CREATE_REPLICA_PLACEMENT: self._placement,
+            ApiKey.ELECT_LEADERS: self._elect_leaders,
+            ApiKey.CONTROLLED_SHUTDOWN: self._controlled_shutdown_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._alter_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self._list_reassignments,
+            ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+            ApiKey.ALTER_REPLICA_LOG_DIRS: self._alter_log_dirs,
+        }
+        for key, handler in served.items():
+            self.handlers.register(key, handler,
+                                   validate=request_validator(key, self.config))
 
     def _rm(self) -> ReplicaManager:
         if self.replicas is None:
@@ -385,10 +392,10 @@ class ClusterMember:
         return Response(self._rm().offsets_for_leader_epoch(req.body))
 
     def _leader_and_isr(self, req: Request) -> Response:
-        return Response(self._rm().leader_and_isr(req.body))
+        return Response(self._rm().leader_and_isr(req.body, req.peer))
 
     def _stop_replica(self, req: Request) -> Response:
-        return Response(self._rm().stop_replica(req.body))
+        return Response(self._rm().stop_replica(req.body, req.peer))
 
     def _metadata(self, req: Request) -> Response:
         """Brokers, controller and partition states from the store (the routing truth)."""
@@ -480,6 +487,16 @@ class ClusterMember:
     def _alter_reassignments(self, req: Request) -> Response:
         assert self.metadata is not None
         entries = check_reassignment_entries(self.config, req.body.get("partitions"))
+        # as Kafka: every target replica must be a registered broker (refused as a whole)
+        registered = set(self.metadata.live_brokers())
+        for i, e in enumerate(entries):
+            unknown = sorted(set(e["replicas"]) - registered)
+            if unknown:
+                raise ApiError(
+                    f"partitions[{i}] ({e['topic']}-{e['partition']}): replicas "
+                    f"{e['replicas']} name broker(s) {unknown} that are not registered "
+                    f"(registered: {sorted(registered)}); nothing was reassigned",
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT, nothing_done=True)
         self.metadata.request_reassignment(entries)
         return Response({"accepted": len(entries)})
 

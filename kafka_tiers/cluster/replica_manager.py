@@ -398,17 +398,46 @@ class ReplicaManager:
         return time.monotonic()
 
     # ------------------------------------------------------------------ controller commands
-    def leader_and_isr(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Apply a LeaderAndIsr request: become leader or follower of each partition.
+    def check_controller_epoch(self, body: Mapping[str, Any], api: str,
+                               peer: str = "loopback") -> int:
+        """The controller epoch of a controller request (LeaderAndIsr, StopReplica), checked.
 
-        Entries older than what this broker knows (a lower leader epoch) are refused with
-        ``FENCED_LEADER_EPOCH``; a request from an older controller with
-        ``STALE_CONTROLLER_EPOCH``."""
+        An epoch below the latest one this broker obeyed is stale (an old controller). An
+        epoch above the metadata store's ``/controller_epoch`` was never given to any
+        controller (a forged or corrupt request): it is refused with one WARN line naming
+        the peer and never remembered, so it cannot make the real controller's requests
+        look stale. The store is read only when the epoch is new to this broker.
+
+        Raises:
+            ApiError: ``STALE_CONTROLLER_EPOCH`` in both cases; nothing was done.
+        """
         cepoch = int(body.get("controller_epoch", 0))
         if cepoch < self.controller_epoch:
             raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
-                           ErrorCode.STALE_CONTROLLER_EPOCH)
-        self.controller_epoch = cepoch
+                           ErrorCode.STALE_CONTROLLER_EPOCH, nothing_done=True)
+        if cepoch > self.controller_epoch:
+            current = self.metadata.controller_epoch()
+            if cepoch > current:
+                log.warning("broker %s: refused %s from %s: controller epoch %d is above the "
+                            "metadata store's %d (no controller was given it): ignored",
+                            self.broker_id, api, peer, cepoch, current)
+                raise ApiError(f"controller epoch {cepoch} is above the metadata store's "
+                               f"controller epoch {current}: the request is not from an "
+                               "elected controller", ErrorCode.STALE_CONTROLLER_EPOCH,
+                               nothing_done=True)
+        return cepoch
+
+    def leader_and_isr(self, body: Mapping[str, Any], peer: str = "loopback"
+                       ) -> dict[str, Any]:
+        """Apply a LeaderAndIsr request: become leader or follower of each partition.
+
+        Entries older than what this broker knows (a lower leader epoch) are refused with
+        ``FENCED_LEADER_EPOCH``; a request from an older controller, or with an epoch no
+        controller was given, with ``STALE_CONTROLLER_EPOCH``
+        (:meth:`check_controller_epoch`)."""
+        cepoch = self.check_controller_epoch(body, "LeaderAndIsr", peer)
+        with self._lock:
+            self.controller_epoch = max(self.controller_epoch, cepoch)
         self._learn_brokers(body)
         entries = list(body.get("partitions", []))
         batch = _RoleBatch()
@@ -572,12 +601,12 @@ class ReplicaManager:
             for f in self._fetchers.values():
                 f.remove(tp)
 
-    def stop_replica(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Stop (and with ``delete``, delete) replicas: document 003's StopReplica."""
-        cepoch = int(body.get("controller_epoch", 0))
-        if cepoch < self.controller_epoch:
-            raise ApiError(f"controller epoch {cepoch} < {self.controller_epoch}",
-                           ErrorCode.STALE_CONTROLLER_EPOCH)
+    def stop_replica(self, body: Mapping[str, Any], peer: str = "loopback"
+                     ) -> dict[str, Any]:
+        """Stop (and with ``delete``, delete) replicas: document 003's StopReplica. The
+        controller epoch is checked first (:meth:`check_controller_epoch`); every replica
+        deleted is logged at WARN with the controller epoch and the peer."""
+        cepoch = self.check_controller_epoch(body, "StopReplica", peer)
         self._learn_brokers(body)
         out = []
         for e in body.get("partitions", []):
@@ -592,6 +621,8 @@ class ReplicaManager:
             if self.on_role is not None:
                 self.on_role(tp, ReplicaRole.STOPPED, -1)
             if body.get("delete"):
+                log.warning("broker %s: StopReplica with delete from %s (controller epoch %d):"
+                            " deleting the replica %s", self.broker_id, peer, cepoch, tp)
                 self.log_manager.delete_log(tp)
             out.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
         return {"partitions": out}

@@ -148,6 +148,8 @@ class Request:
     body: dict[str, Any]
     payload: bytes = b""
     correlation_id: int = 0
+    #: who sent it (``host:port`` of a TCP peer, ``loopback`` in-process), for log lines
+    peer: str = "loopback"
 
 
 @dataclass
@@ -160,6 +162,8 @@ class Response:
 
 
 Handler = Callable[[Request], Response]
+#: checks a request body's shape; raises ``ApiError`` (``INVALID_REQUEST``) when malformed
+BodyValidator = Callable[[Mapping[str, Any]], None]
 
 
 class HandlerTable:
@@ -167,23 +171,46 @@ class HandlerTable:
 
     def __init__(self) -> None:
         self._table: dict[int, tuple[int, int, Handler]] = {}
+        self._validators: dict[int, BodyValidator] = {}
 
     def register(self, api_key: int, handler: Handler, *, min_version: int = 0,
-                 max_version: int = 0) -> None:
+                 max_version: int = 0, validate: BodyValidator | None = None) -> None:
+        """Serve ``api_key`` with ``handler``; ``validate`` (when given) checks the body's
+        shape first (:mod:`kafka_tiers.cluster.request_schemas`)."""
         self._table[int(api_key)] = (min_version, max_version, handler)
+        if validate is not None:
+            self._validators[int(api_key)] = validate
+        else:
+            self._validators.pop(int(api_key), None)
+
+    def validated(self) -> frozenset[int]:
+        """The api keys whose bodies are checked before their handler runs."""
+        return frozenset(self._validators)
 
     def versions(self) -> dict[int, tuple[int, int]]:
         return {k: (lo, hi) for k, (lo, hi, _) in self._table.items()}
 
     def handle(self, req: Request) -> Response:
-        """Run the handler; an ``ApiError`` becomes its code, a library error the code of its
+        """Check the body's shape (the validator registered with the key), then run the
+        handler; a malformed body is ``INVALID_REQUEST`` with one WARN line naming the peer and
+        the field. An ``ApiError`` becomes its code, a library error the code of its
         kind (:func:`error_code_for`), a missing or mistyped field (``KeyError``,
-        ``TypeError``, ``ValueError``) ``INVALID_REQUEST``, anything else ``UNKNOWN``."""
+        ``TypeError``, ``ValueError``) ``INVALID_REQUEST`` (one WARN line); anything else is
+        a bug: ``UNKNOWN`` with one ERROR line (the traceback at DEBUG)."""
         entry = self._table.get(req.api_key)
         if entry is None or not entry[0] <= req.api_version <= entry[1]:
             return Response({"message": f"unsupported api {req.api_key} "
                                         f"v{req.api_version}"},
                             error=ErrorCode.UNSUPPORTED_VERSION)
+        validate = self._validators.get(req.api_key)
+        if validate is not None:
+            try:
+                validate(req.body)
+            except TransportError as exc:
+                log.warning("refused a malformed %s request from %s: %s",
+                            _api_name(req.api_key), req.peer, exc)
+                return Response({"message": f"malformed request: {exc}",
+                                 "nothing_done": True}, error=exc.code)
         try:
             return entry[2](req)
         except TransportError as exc:
@@ -193,15 +220,26 @@ class HandlerTable:
             return Response({"message": f"{type(exc).__name__}: {exc}"},
                             error=error_code_for(exc))
         except (KeyError, TypeError, ValueError) as exc:  # a field missing or mistyped
-            log.warning("api %s: malformed request: %s: %s", req.api_key,
-                        type(exc).__name__, exc)
+            log.warning("refused a malformed %s request from %s: %s: %s",
+                        _api_name(req.api_key), req.peer, type(exc).__name__, exc)
             log.debug("api %s: malformed request", req.api_key, exc_info=True)
             return Response({"message": f"malformed request: {type(exc).__name__}: {exc}"},
                             error=ErrorCode.INVALID_REQUEST)
-        except Exception as exc:  # a bug: answer, log, keep serving
-            log.exception("handler for api %s failed", req.api_key)
+        except Exception as exc:  # a bug: answer, one ERROR line, keep serving
+            log.error("the %s handler failed on a request from %s: %s: %s (a bug; the "
+                      "traceback is logged at DEBUG)", _api_name(req.api_key), req.peer,
+                      type(exc).__name__, exc)
+            log.debug("the %s handler failed", _api_name(req.api_key), exc_info=True)
             return Response({"message": f"{type(exc).__name__}: {exc}"},
                             error=ErrorCode.UNKNOWN)
+
+
+def _api_name(api_key: int) -> str:
+    """``ApiKey`` name of a key, or the number of an unknown one."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api {api_key}"
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:
@@ -445,6 +483,7 @@ class TcpServer:
                         try:
                             req = decode_request(read_request_frame(
                                 sock, server.max_request_bytes))
+                            req.peer = _peer(self.client_address)
                         except FrameTooLargeError as exc:
                             log.warning("refused a request from %s: %s",
                                         _peer(self.client_address), exc)

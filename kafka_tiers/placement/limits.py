@@ -31,10 +31,16 @@ from kafka_tiers.api.errors import KafkaTiersError
 from kafka_tiers.config import ConfigKey, Int
 
 MAX_TOPIC_PARTITIONS = 100000
-MAX_REQUEST_PARTITIONS = 100000
+#: one request's new partitions: creating a replica costs a broker about 0.8 ms, and a
+#: partition puts at most one replica on each broker, so 10,000 keep the slowest broker's
+#: share of one CreateTopics near 8 s, well within ``request.timeout.ms`` (30 s), and the
+#: controller (one request at a time) free for the next request soon after.
+MAX_REQUEST_PARTITIONS = 10000
 MAX_REQUEST_TOPICS = 10000
 MAX_REPLICATION_FACTOR = 32
-MAX_BROKER_PARTITIONS = 100000
+#: the scale goal of one broker (20,000 partitions under ``ulimit -n 1024``, see
+#: benchmarks/partition_scale.py): beyond it start-up time and memory are unmeasured.
+MAX_BROKER_PARTITIONS = 20000
 
 LIMIT_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("max.topic.partitions", Int(min=1), MAX_TOPIC_PARTITIONS,

@@ -34,6 +34,14 @@ class _NoNetwork:
         raise TransportError("no network in this test")
 
 
+class _Metadata:
+    """The store's side the replica manager reads here: the controller epoch its requests
+    are checked against (the requests below come from controller epoch 1)."""
+
+    def controller_epoch(self) -> int:
+        return 1
+
+
 def _request(leader: int, epoch: int, n: int = N) -> dict[str, Any]:
     return {"controller_epoch": 1, "partitions": [
         {"topic": "t", "partition": i, "leader": leader, "leader_epoch": epoch,
@@ -43,7 +51,8 @@ def _request(leader: int, epoch: int, n: int = N) -> dict[str, Any]:
 @pytest.fixture
 def rm(tmp_path: Path) -> Iterator[ReplicaManager]:
     lm = LogManager([tmp_path / "data"])
-    manager = ReplicaManager(1, lm, None, _NoNetwork(), CONFIG)  # type: ignore[arg-type]
+    manager = ReplicaManager(1, lm, _Metadata(), _NoNetwork(),  # type: ignore[arg-type]
+                             CONFIG)
     manager.brokers = {1: "inproc:1", 2: "inproc:2", 3: "inproc:3"}
     try:
         out = manager.leader_and_isr(_request(2, 0))  # every replica exists, following 2
