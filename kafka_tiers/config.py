@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import io
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -406,22 +407,32 @@ class _Once(dict[str, Any]):
 def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a Java ``.properties`` file (comments, continuations, escapes as Java reads them).
 
-    Unlike Java, a key given twice is refused: which value was meant cannot be known.
+    Unlike Java, a key given twice is refused: which value was meant cannot be known. The
+    file must be a regular file of at most 1 MiB
+    (:data:`kafka_tiers.input_file.MAX_PROPERTIES_FILE_BYTES`).
 
     Raises:
-        ConfigError: the file cannot be read or parsed, or gives a key twice (the message
+        ConfigError: the file cannot be read or parsed, is not a regular file, is larger
+            than the limit, or gives a key twice (the message
             names the key and both lines).
     """
     from jproperties import Properties
+
+    from kafka_tiers.input_file import (
+        MAX_PROPERTIES_FILE_BYTES,
+        InputFileError,
+        read_input_file,
+    )
 
     props = Properties()
     seen = _Once(props)
     props._properties = seen
     try:
-        with open(path, "rb") as fh:
-            props.load(fh, "utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        raw = read_input_file(path, MAX_PROPERTIES_FILE_BYTES, "config file")
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        props.load(io.BytesIO(raw), "utf-8")
     except Exception as exc:  # jproperties raises its own parse errors
         raise ConfigError(f"cannot parse config file {path}: {exc}") from None
     if seen.twice:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ def _open_map(path: Path) -> mmap.mmap | bytes:
     from kafka_tiers.log.errors import LogDirError
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():  # a fifo would block
+            raise LogDirError(f"{path} is not a regular file (a device, fifo or socket); give "
+                              "a segment file", path=str(path))
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size == 0:

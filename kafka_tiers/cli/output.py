@@ -93,19 +93,21 @@ def broker_ids_callback(_ctx: click.Context | None, _param: click.Parameter | No
 
 
 def read_json(path: str) -> Any:
-    """The JSON document in the file at ``path``.
+    """The JSON document in the file at ``path``, read by
+    :func:`kafka_tiers.input_file.read_input_file`: a regular file of at most
+    :data:`~kafka_tiers.input_file.MAX_JSON_FILE_BYTES` (16 MiB).
 
     Raises:
-        KafkaTiersError: one line naming the file: it cannot be read, is not UTF-8 JSON, or is
-            nested too deeply for the parser (a hostile document).
+        KafkaTiersError: one line naming the file: it cannot be read, is not a regular file,
+            is larger than the limit, is not UTF-8 JSON, or is nested too deeply for the
+            parser (a hostile document).
     """
     from kafka_tiers.api.errors import KafkaTiersError
+    from kafka_tiers.input_file import MAX_JSON_FILE_BYTES, read_input_file
 
+    raw = read_input_file(path, MAX_JSON_FILE_BYTES)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise KafkaTiersError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise KafkaTiersError(f"{path} is not usable JSON: nested too deeply") from None
     except ValueError as exc:

@@ -209,16 +209,20 @@ def load_cluster(path: str | os.PathLike[str]) -> ClusterView:
 def read_cluster_file(path: str | os.PathLike[str]) -> ClusterFile:
     """Read ``cluster.json``: the one reader of the format.
 
+    The file must be a regular file of at most 16 MiB
+    (:data:`kafka_tiers.input_file.MAX_JSON_FILE_BYTES`).
+
     Raises:
-        InvalidClusterError: unreadable file, invalid JSON (with line and column), or a
-            document of the wrong shape.
+        InvalidClusterError: unreadable file, not a regular file, larger than the limit,
+            invalid JSON (with line and column), or a document of the wrong shape.
     """
+    from kafka_tiers.input_file import MAX_JSON_FILE_BYTES, InputFileError, read_input_file
+
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise InvalidClusterError(f"cannot read {name}: {exc.strerror or exc}") from None
+        data = json.loads(read_input_file(name, MAX_JSON_FILE_BYTES).decode("utf-8"))
+    except InputFileError as exc:
+        raise InvalidClusterError(str(exc)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidClusterError(f"{name}: not valid JSON: {exc}") from None
     except RecursionError:
