@@ -331,8 +331,10 @@ def broker_phase(partitions: int, data_dir: str | None = None) -> dict[str, Any]
                            "ms_per_moved_leader": round(took * 1000 / max(1, len(led)), 3),
                            "fetch_rounds": rounds, "setup_seconds": round(setup, 1),
                            "all_served_before_kill_seconds": round(warm, 1)}
-    if got:
+    if got:  # the controller's part: deciding and writing, then the brokers' acknowledgements
         out["controller_detection_to_known_seconds"] = round(got[0].total_seconds, 4)
+        out["controller_decide_and_store_seconds"] = round(got[0].write_seconds, 4)
+        out["controller_brokers_seconds"] = round(got[0].send_seconds, 4)
     return out
 
 
