@@ -345,7 +345,15 @@ class Broker:
         self.log_manager.topic_overrides.update(
             {name: self.topic_configs.local_overrides(info.config, name)
              for name, info in self._topics.items()})
-        self.log_manager.startup()
+        # only replicas assigned to this broker are loaded (recovered): a cluster member's
+        # from its metadata store (the others renamed -delete untouched), a standalone
+        # broker's from its topics file (the others left alone)
+        if self.member is not None:
+            self.log_manager.startup(self.member.assigned_partitions(), delete_unassigned=True)
+        else:
+            self.log_manager.startup({TopicPartition(info.name, p)
+                                      for info in self._topics.values()
+                                      for p in range(info.partitions)})
         if self.remote_enabled:
             self._start_remote()
         if self.member is not None:
@@ -355,7 +363,7 @@ class Broker:
                 for p in range(info.partitions):
                     tp = TopicPartition(info.name, p)
                     try:
-                        self._open_partition(info, tp)
+                        self._open_partition(info, tp, is_new=False)
                     except KafkaTiersError as exc:  # one bad partition is one bad partition
                         log.error("broker %s: partition %s is offline: %s", self.broker_id,
                                   tp, exc)
@@ -405,11 +413,15 @@ class Broker:
             tiering_of=self._tiering_of, work_dir=self._log_dir / WORK_DIR, hooks=self.hooks,
             metrics=self.metrics, time_fn=self._time)
 
-    def _open_partition(self, info: TopicInfo, tp: TopicPartition) -> Log:
-        """Standalone: open (or create) a partition's log and lead it."""
+    def _open_partition(self, info: TopicInfo, tp: TopicPartition, *,
+                        is_new: bool = True) -> Log:
+        """Standalone: open (or create) a partition's log and lead it (``is_new``: the
+        partition is being created now; False at start-up: never recreated while a log dir
+        is offline)."""
         assert self.log_manager is not None
         lg = self.log_manager.get_or_create_log(
-            tp, overrides=self.topic_configs.local_overrides(info.config, info.name))
+            tp, overrides=self.topic_configs.local_overrides(info.config, info.name),
+            is_new=is_new)
         lg.flush()
         lg.update_high_watermark(lg.log_end_offset)
         epoch = lg.leader_epoch_cache.latest_epoch

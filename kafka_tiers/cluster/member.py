@@ -189,11 +189,9 @@ class ClusterMember:
         part = self.replicas.partitions.get(tp) if self.replicas is not None else None
         return dict(part.topic_config) if part is not None else {}
 
-    def _delete_unassigned(self) -> None:
-        """Kafka's stray replicas: a loaded replica (a partition dir holding Kafka log files;
-        nothing else in a log dir is ever a candidate) of a partition the store does not assign
-        to this broker is renamed ``-delete`` and deleted after ``file.delete.delay.ms``, with
-        a WARN line (:meth:`LogManager.delete_stray_replica`)."""
+    def assigned_partitions(self) -> set[TopicPartition]:
+        """The partitions the metadata store assigns a replica of to this broker (after
+        :meth:`open_session`): the only ones the log manager loads at start-up."""
         assert self.metadata is not None
         assigned: set[TopicPartition] = set()
         for topic in self.metadata.topics():
@@ -201,6 +199,14 @@ class ClusterMember:
             if asg is not None:
                 assigned |= {TopicPartition(topic, p) for p, r in asg.partitions.items()
                              if self.broker_id in r}
+        return assigned
+
+    def _delete_unassigned(self) -> None:
+        """Kafka's stray replicas: a loaded replica (a partition dir holding Kafka log files;
+        nothing else in a log dir is ever a candidate) of a partition the store does not assign
+        to this broker is renamed ``-delete`` and deleted after ``file.delete.delay.ms``, with
+        a WARN line (:meth:`LogManager.delete_stray_replica`)."""
+        assigned = self.assigned_partitions()
         for tp in list(self.log_manager.logs):
             if tp not in assigned:
                 self.log_manager.delete_stray_replica(tp)

@@ -502,7 +502,8 @@ class ReplicaManager:
                 log_dir = e.get("log_dir")
                 lg = self.log_manager.get_or_create_log(
                     tp, log_dir=None if log_dir in (None, "any") else log_dir,
-                    overrides=e.get("config") or None)
+                    overrides=e.get("config") or None,
+                    is_new=bool(e.get("is_new", False)))  # Kafka's LeaderAndIsr isNew
                 p = Partition(tp, lg)
                 self.partitions[tp] = p
             else:

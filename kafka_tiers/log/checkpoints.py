@@ -40,6 +40,28 @@ SEGMENT_LIST_FILE = "kafka-tiers-segment-list"
 TEMP_SUFFIX = ".tmp"
 
 
+def open_nofollow(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """``os.open`` with ``O_NOFOLLOW``: nothing in a log dir is opened through a symlink (a
+    link raises ``OSError`` ELOOP, a per-partition problem). Usable as ``open(opener=...)``."""
+    return os.open(path, flags | os.O_NOFOLLOW, mode)
+
+
+def read_file_nofollow(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a file opened without following a symlink (see :func:`open_nofollow`).
+
+    Raises:
+        OSError: FileNotFoundError when missing, ELOOP when ``path`` is a symlink, ...
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so renames and creations in it are durable."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -53,7 +75,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace ``path`` with ``data`` crash-safely (temp file, fsync, rename, fsync dir)."""
     target = Path(path)
     tmp = target.with_name(target.name + TEMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -67,7 +89,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 def _read_lines(path: Path, what: str) -> list[str] | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_nofollow(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -262,6 +284,8 @@ __all__ = [
     "SegmentListCheckpoint",
     "fsync_dir",
     "has_clean_shutdown",
+    "open_nofollow",
+    "read_file_nofollow",
     "read_meta_properties",
     "remove_clean_shutdown",
     "write_atomic",

@@ -18,22 +18,34 @@ What the log manager proves before it touches anything:
   (:func:`~kafka_tiers.log.names.parse_partition_dir`) *and* that holds a Kafka segment file
   (``<20 digits>.log``) is loaded as a log, and so is the only kind a stray-replica cleanup may
   remove. JBOD ``-future``/``-delete`` directories are recognised by their Kafka name with its
-  32-digit id. Everything else is :data:`FOREIGN`: left alone and reported once (WARN) at
-  start-up.
+  32-digit id. A partition dir that is a symlink, or whose Kafka-named files include one, is
+  no replica. Everything else is :data:`FOREIGN`: left alone and reported once (WARN) at
+  start-up. Every file of a replica is opened with ``O_NOFOLLOW`` (a link found later is a
+  per-partition problem, ELOOP).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.log.errors import InvalidTopicError, LogDirError
-from kafka_tiers.log.names import LOG_SUFFIX, PartitionDir, parse_partition_dir, parse_segment_file
+from kafka_tiers.log.names import (
+    LOG_SUFFIX,
+    PartitionDir,
+    is_kafka_partition_file,
+    parse_partition_dir,
+    parse_segment_file,
+)
 
 #: entry kinds of :func:`classify_entry`
 REPLICA, FUTURE, DELETE, FOREIGN, OWN = "replica", "future", "delete", "foreign", "own"
+#: a partition-named directory that is a symlink or holds a Kafka-named symlink: no replica
+#: (left alone, reported), but its partition is never created anew elsewhere either
+LINKED = "linked"
 
 #: directory names in a log dir that are the broker's own tools', never replicas nor foreign:
 #: names starting with ``kafka-tiers-`` or ``.kafka-tiers-`` (the remote tier's work dir, the
@@ -95,13 +107,20 @@ def check_meta_properties(log_dir: str | os.PathLike[str], stored: Mapping[str, 
         or None when the file is right as it is. Nothing is written here.
 
     Raises:
-        InconsistentBrokerIdError: a stored ``node.id``/``broker.id`` is not this broker's.
+        InconsistentBrokerIdError: a stored ``node.id``/``broker.id`` is not this broker's,
+            or the stored file names no broker at all (Kafka refuses such a file too).
         InconsistentClusterIdError: the stored ``cluster.id`` is not this broker's cluster's.
     """
     if stored is None:
         return dict(expected)
     path = str(Path(log_dir) / "meta.properties")
     mine = broker_id_of(expected)
+    if mine is not None and broker_id_of(stored) is None:
+        raise InconsistentBrokerIdError(
+            f"{path} names no broker (no node.id or broker.id): a log dir's meta.properties "
+            f"must name the broker that owns it; if {log_dir} is this broker's, add "
+            f"node.id={mine} to that file, else give this broker another log dir",
+            path=str(log_dir), configured=mine, stored="")
     if mine is not None:
         for key in ("node.id", "broker.id"):
             theirs = (stored.get(key) or "").strip()
@@ -126,17 +145,39 @@ def check_meta_properties(log_dir: str | os.PathLike[str], stored: Mapping[str, 
 
 def holds_kafka_log_files(path: str | os.PathLike[str]) -> bool:
     """True when the directory holds a Kafka segment file (``<20 digits>.log``, possibly with a
-    ``.deleted``/``.cleaned``/``.swap`` state suffix): the proof that it is a replica's.
-    One listing, no file opened."""
+    ``.deleted``/``.cleaned``/``.swap`` state suffix) and none of its Kafka-named files
+    (:func:`~kafka_tiers.log.names.is_kafka_partition_file`) is a symlink: the proof that it
+    is a replica's. A directory with such a symlink is no replica (nothing is ever written,
+    truncated, renamed or deleted through a link). One listing, no file opened."""
+    has_log, has_link = _kafka_files(path)
+    return has_log and not has_link
+
+
+def _kafka_files(path: str | os.PathLike[str]) -> tuple[bool, bool]:
+    """(holds a ``<20 digits>.log``, one of its Kafka-named entries is a symlink)."""
+    has_log = has_link = False
     try:
-        names = os.listdir(path)
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if not is_kafka_partition_file(entry.name):
+                    continue
+                if entry.is_symlink():
+                    has_link = True
+                    continue
+                parsed = parse_segment_file(entry.name)
+                if parsed is not None and parsed[1] == LOG_SUFFIX:
+                    has_log = True
     except (FileNotFoundError, NotADirectoryError):
+        pass
+    return has_log, has_link
+
+
+def _is_regular_file(path: str) -> bool:
+    """True for a regular file that is no symlink (one ``lstat``)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
         return False
-    for name in names:
-        parsed = parse_segment_file(name)
-        if parsed is not None and parsed[1] == LOG_SUFFIX:
-            return True
-    return False
 
 
 def classify_entry(name: str, path: str | os.PathLike[str],
@@ -146,7 +187,8 @@ def classify_entry(name: str, path: str | os.PathLike[str],
 
     ``kind`` is :data:`REPLICA` (a partition name holding Kafka log files), :data:`FUTURE` or
     :data:`DELETE` (a JBOD move's or a deletion's Kafka-named dir), :data:`OWN` (the broker's
-    tools' dirs, see :data:`OWN_PREFIXES`) or :data:`FOREIGN` (anything else: never touched).
+    tools' dirs, see :data:`OWN_PREFIXES`), :data:`LINKED` (a partition name that is a symlink
+    or holds a Kafka-named symlink) or :data:`FOREIGN` (anything else: never touched).
     ``expected_logs`` names, per partition, a segment file it should hold (from the clean
     shutdown's segment list): when that file exists, one ``stat`` is the proof instead of a
     listing of the directory. Raises nothing.
@@ -161,10 +203,15 @@ def classify_entry(name: str, path: str | os.PathLike[str],
         return DELETE, parsed
     if parsed.kind == "future":
         return FUTURE, parsed
+    if os.path.islink(path):
+        return LINKED, parsed
     expected = (expected_logs or {}).get(parsed.partition)
-    if expected is not None and os.path.isfile(os.path.join(path, expected)):
+    if expected is not None and _is_regular_file(os.path.join(path, expected)):
         return REPLICA, parsed
-    if holds_kafka_log_files(path):
+    has_log, has_link = _kafka_files(path)
+    if has_link:
+        return LINKED, parsed
+    if has_log:
         return REPLICA, parsed
     return FOREIGN, parsed
 
@@ -173,6 +220,7 @@ __all__ = [
     "DELETE",
     "FOREIGN",
     "FUTURE",
+    "LINKED",
     "OWN",
     "OWN_PREFIXES",
     "REPLICA",

@@ -115,7 +115,7 @@ class _Index:
             return
         if self._closed:
             raise LogClosedError(f"index {self.path} is closed")
-        flags = os.O_RDWR | os.O_CREAT if self._writable else os.O_RDONLY
+        flags = (os.O_RDWR | os.O_CREAT if self._writable else os.O_RDONLY) | os.O_NOFOLLOW
         try:
             fd = os.open(self._file, flags, 0o644)
         except FileNotFoundError:
@@ -199,7 +199,7 @@ class _Index:
             if isinstance(self._mm, mmap.mmap) and self._writable:
                 self._mm.flush()
             elif not self._closed and self.path.exists():
-                fd = os.open(self._file, os.O_RDONLY)
+                fd = os.open(self._file, os.O_RDONLY | os.O_NOFOLLOW)
                 try:
                     os.fsync(fd)
                 finally:
@@ -223,7 +223,7 @@ class _Index:
                 self._writable = False
             if self._writable:
                 entries = self._entries
-                fd = os.open(self._file, os.O_RDWR)
+                fd = os.open(self._file, os.O_RDWR | os.O_NOFOLLOW)
                 try:
                     if self._dirty:
                         if isinstance(self._mm, mmap.mmap):
@@ -250,7 +250,7 @@ class _Index:
                 raise CorruptIndexError(f"index {self.path} is read-only", path=str(self.path))
             self._unmap()
             size = self.max_entries * self.entry_size
-            fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
             try:
                 os.ftruncate(fd, size)
             finally:
@@ -349,7 +349,7 @@ class _Index:
         else:
             # read-only: rewrite the file shorter
             self._unmap()
-            fd = os.open(self._file, os.O_RDWR)
+            fd = os.open(self._file, os.O_RDWR | os.O_NOFOLLOW)
             try:
                 os.ftruncate(fd, n * self.entry_size)
                 os.fsync(fd)

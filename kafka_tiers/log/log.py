@@ -33,6 +33,7 @@ from kafka_tiers.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     fsync_dir,
+    open_nofollow,
 )
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.errors import (
@@ -985,7 +986,7 @@ class _CorruptRead(Exception):
 
 
 def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         os.fsync(fd)
     finally:
@@ -996,7 +997,8 @@ def _copy_index_prefix(src: Path, dest: Path, seg: LogSegment) -> None:
     """Copy only the real entries of a preallocated (active) index."""
     index = seg.offset_index if src == seg.offset_index.path else seg.time_index
     length = index.entries * index.entry_size
-    with open(src, "rb") as fin, open(dest, "wb") as fout:
+    with open(src, "rb", opener=open_nofollow) as fin, \
+            open(dest, "wb", opener=open_nofollow) as fout:
         fout.write(fin.read(length))
 
 

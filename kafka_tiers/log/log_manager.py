@@ -53,6 +53,7 @@ JBOD (document 000, KIP-113; see ``docs/jbod.md``):
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -89,6 +90,8 @@ from kafka_tiers.log.dir_ownership import (
     DELETE,
     FOREIGN,
     FUTURE,
+    LINKED,
+    OWN_PREFIXES,
     REPLICA,
     LogDirInUseError,
     check_meta_properties,
@@ -150,6 +153,10 @@ class StartupReport:
     foreign_dirs: list[str] = field(default_factory=list)
     #: partitions whose files failed to load (offline on their own): partition -> problem
     failed_partitions: dict[TopicPartition, str] = field(default_factory=dict)
+    #: replicas not assigned to this broker, never loaded: left alone (path) ...
+    unassigned_left: list[str] = field(default_factory=list)
+    #: ... or renamed ``-delete`` with their content untouched (the new path)
+    unassigned_deleted: list[str] = field(default_factory=list)
 
 
 class LogManager:
@@ -230,6 +237,10 @@ class LogManager:
         #: partitions offline because their files failed to load: partition -> problem
         self._load_failures: dict[TopicPartition, str] = {}
         self._offline_partitions: dict[TopicPartition, Path] = {}
+        #: startup's ``assigned`` (None: every replica is this broker's) and what it left
+        self._assigned: frozenset[TopicPartition] | None = None
+        self._delete_unassigned = False
+        self._unassigned_left: dict[TopicPartition, Path] = {}
         #: periodic jobs added by the owner: name -> (interval in ms, job)
         self._jobs: dict[str, tuple[int, Callable[[], object]]] = {}
         self._dir_state_listeners: list[Callable[[], None]] = []
@@ -256,8 +267,17 @@ class LogManager:
                    **kwargs)
 
     # ------------------------------------------------------------------ startup
-    def startup(self) -> StartupReport:
+    def startup(self, assigned: Iterable[TopicPartition] | None = None, *,
+                delete_unassigned: bool = False) -> StartupReport:
         """Load every log of every log dir (see the module doc). Returns the report.
+
+        ``assigned`` is the set of partitions this broker holds replicas of (a cluster member:
+        its metadata store's assignments; a standalone broker: its topics file); None: every
+        replica found is this broker's (tools). A replica not in it is never loaded nor
+        recovered (no byte of it is read or written): with ``delete_unassigned`` (a cluster
+        member: Kafka's stray replicas) it is renamed ``<topic>-<partition>.<uuid>-delete``
+        with a WARN line and deleted after ``file.delete.delay.ms``; without, it is left
+        alone and reported (WARN), and :meth:`get_or_create_log` refuses to adopt it.
 
         A dir that cannot be used (an I/O error) is offline from the start (the
         ``log_dir_failed`` hook fires for it); the other dirs load. A partition whose files fail
@@ -268,6 +288,8 @@ class LogManager:
         """
         start = time.perf_counter()
         report = StartupReport()
+        self._assigned = frozenset(assigned) if assigned is not None else None
+        self._delete_unassigned = delete_unassigned
         futures: list[tuple[TopicPartition, Path, Path]] = []
         last_error: BaseException | None = None
         self.claim_log_dirs()
@@ -513,14 +535,26 @@ class LogManager:
         foreign: list[str] = []
         expected_logs = {tp: segment_file_name(bases[0], LOG_SUFFIX)
                          for tp, (_, bases) in segment_lists.items() if bases}
+        unassigned: list[tuple[TopicPartition, Path]] = []
         for entry in os.scandir(log_dir):
-            if not entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink():  # never a replica: nothing is done through a link
+                if not entry.is_dir() or entry.name.startswith(OWN_PREFIXES):
+                    continue
+            elif not entry.is_dir(follow_symlinks=False):
                 continue
             if os.path.normpath(os.path.abspath(entry.path)) in self._reserved:
                 continue
             kind, parsed = classify_entry(entry.name, entry.path, expected_logs)
-            if kind == FOREIGN:
+            if kind == FOREIGN or (entry.is_symlink() and kind != LINKED):
                 foreign.append(entry.name)
+                continue
+            if kind == LINKED and parsed is not None:  # left alone, never made anew
+                foreign.append(entry.name)
+                with self._lock:
+                    self._offline_partitions[parsed.partition] = log_dir
+                    self._load_failures[parsed.partition] = (
+                        f"{entry.path} is or holds a symlink (left alone: nothing in a log dir "
+                        f"is written through a link); replace the link by the file")
                 continue
             if parsed is None:  # the broker's own tools' dirs
                 continue
@@ -533,7 +567,12 @@ class LogManager:
                     futures.append((parsed.partition, Path(entry.path), log_dir))
                 continue
             if kind == REPLICA:
+                if self._assigned is not None and parsed.partition not in self._assigned:
+                    unassigned.append((parsed.partition, Path(entry.path)))
+                    continue
                 jobs.append((parsed.partition, Path(entry.path)))
+        for tp, path in unassigned:
+            self._set_aside_unassigned(tp, path, log_dir, report)
         if foreign:
             foreign.sort()
             report.foreign_dirs += [str(log_dir / name) for name in foreign]
@@ -546,6 +585,8 @@ class LogManager:
 
         def load(job: tuple[TopicPartition, Path]) -> tuple[TopicPartition, Path, Log | str]:
             tp, path = job
+            if _is_link(path):  # replaced by a link since the listing: no replica
+                return tp, path, f"{path} is a symlink, not a replica directory"
             try:
                 log = Log.open(
                     path, self._config_for(tp.topic),
@@ -554,8 +595,10 @@ class LogManager:
                     high_watermark=high_watermarks.get(tp, 0), clean_shutdown=clean,
                     sanity_check_all=self.sanity_check_all, on_roll=self.on_roll,
                     time_fn=self._time, segment_list=segment_lists.get(tp))
-            except OSError:
-                raise  # an I/O error: the dir goes offline
+            except OSError as exc:
+                if exc.errno in DEVICE_ERRNOS or not os.path.isdir(log_dir):
+                    raise  # the device or the dir itself failed: the dir goes offline
+                return tp, path, _load_problem(path, exc)  # one file: this partition only
             except Exception as exc:  # this partition's files: it alone goes offline
                 return tp, path, _load_problem(path, exc)
             return tp, path, log
@@ -594,6 +637,28 @@ class LogManager:
                 report.recovered_segments += len(log.load_report.recovered)
                 report.problems += log.load_report.problems
 
+    def _set_aside_unassigned(self, tp: TopicPartition, path: Path, log_dir: Path,
+                              report: StartupReport) -> None:
+        """A replica :meth:`startup` was not told is this broker's: never loaded. Renamed
+        ``-delete`` (content untouched) when unassigned replicas are deleted, else left."""
+        if not self._delete_unassigned:
+            self._unassigned_left[tp] = path
+            report.unassigned_left.append(str(path))
+            logger.warning(
+                "%s is a replica of %s, which is not assigned to this broker: left alone, not "
+                "loaded (add the topic to this broker, or move the directory out of %s)",
+                path, tp, log_dir)
+            return
+        doomed = child_path(log_dir, f"{path.name}.{uuid.uuid4().hex}-delete")
+        os.replace(path, doomed)
+        fsync_dir(log_dir)
+        self.deleter.schedule(doomed)
+        report.unassigned_deleted.append(str(doomed))
+        logger.warning(
+            "%s in %s is not assigned to this broker: renamed to %s without loading it, "
+            "deleted in %d ms (file.delete.delay.ms); to keep it, stop the broker and rename it "
+            "back", tp, log_dir, doomed.name, self.deleter.delay_ms)
+
     def _read_optional(self, path: Path, report: StartupReport) -> dict[TopicPartition, int]:
         try:
             return OffsetCheckpointFile(path).read()
@@ -621,17 +686,25 @@ class LogManager:
             return self._log_dir_of.get(tp)
 
     def get_or_create_log(self, tp: TopicPartition, *, log_dir: str | os.PathLike[str] | None
-                          = None, overrides: Mapping[str, str] | None = None) -> Log:
+                          = None, overrides: Mapping[str, str] | None = None,
+                          is_new: bool = True) -> Log:
         """The log of ``tp``, created if missing: in ``log_dir`` when given, else in the dir a
         move requested before the replica existed named, else in the dir the
         ``choose_log_dir`` hook picks (default: the online dir with the least bytes used).
+
+        As Kafka's ``getOrCreateLog``: a replica that is not new (``is_new`` False: it existed
+        before, so its log may be in a dir that is offline now) is never created while any
+        log dir is offline, and a partition known offline is never created elsewhere: both
+        raise :class:`LogDirOfflineError` (KAFKA_STORAGE_ERROR), so offsets are never reused.
+        A replica left alone at :meth:`startup` (not assigned then) is never adopted.
 
         Raises:
             InvalidTopicError: the topic name is not legal.
             LogDirError: ``log_dir`` is not one of this manager's dirs.
             LogDirOfflineError: the replica's dir (or the chosen one) is offline, or the
                 ``choose_log_dir`` hook failed or chose no online dir of this broker (the
-                replica is not created; the message names the plugin).
+                replica is not created; the message names the plugin), or ``is_new`` is
+                False and a log dir is offline.
         """
         name = partition_dir_name(tp)
         with self._lock:
@@ -639,6 +712,18 @@ class LogManager:
                 return self._logs[tp]
             if tp in self._offline_partitions:
                 raise self._offline_error(tp, self._offline_partitions[tp])
+            left = self._unassigned_left.get(tp)
+            if left is not None:
+                raise LogDirError(
+                    f"cannot create {tp}: {left} holds a replica of it that was not assigned "
+                    f"to this broker at start-up and was left alone; move it out of the log "
+                    f"dir (or restart the broker to load it as assigned)", path=str(left))
+            if not is_new and self.failure.offline:
+                offline = sorted(str(d) for d in self.failure.offline)
+                raise LogDirOfflineError(
+                    f"{tp} is not created: it is not a new replica and log dir(s) "
+                    f"{', '.join(offline)} are offline (its log may be there); repair them "
+                    f"and restart the broker", path=offline[0], partition=tp)
             if log_dir is not None:
                 target = self.resolve_log_dir(log_dir)
                 if target is None:
@@ -1163,6 +1248,18 @@ class LogManager:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+#: errnos of the device or file system, not of one file: they take the whole dir offline (any
+#: other ``OSError`` of a partition's file - EISDIR, ENOTDIR, ELOOP, EACCES, ENOENT, ... -
+#: takes that partition offline only)
+DEVICE_ERRNOS = frozenset(e for e in (errno.EIO, errno.EROFS, errno.ENODEV, errno.ENXIO,
+                                      errno.ESTALE, getattr(errno, "EUCLEAN", None))
+                          if e is not None)
+
+
+def _is_link(path: Path) -> bool:
+    return os.path.islink(path)
 
 
 def _load_problem(partition_dir: Path, exc: BaseException) -> str:

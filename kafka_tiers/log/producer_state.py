@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from kafka_tiers.log.checkpoints import write_atomic
+from kafka_tiers.log.checkpoints import read_file_nofollow, write_atomic
 from kafka_tiers.log.crc import crc32c
 from kafka_tiers.log.errors import LogError
 from kafka_tiers.log.names import SNAPSHOT_SUFFIX, segment_file_name
@@ -72,7 +72,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> list[ProducerStateEntry]:
     Raises:
         CorruptSnapshotError: wrong version, CRC mismatch or a truncated file.
     """
-    data = Path(path).read_bytes()
+    data = read_file_nofollow(path)
     if len(data) < _HEAD.size + _COUNT.size:
         raise CorruptSnapshotError(f"{path}: too short for a snapshot", path=str(path))
     version, crc = _HEAD.unpack_from(data)

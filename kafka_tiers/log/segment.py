@@ -188,7 +188,8 @@ class LogSegment:
                   max_index_size=max_index_size, active=True,
                   created_ms=int(time.time() * 1000))
         # created and closed at once: the first append opens it through the handle cache
-        os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
+        os.close(os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                         0o644))
         seg._size = 0
         seg._next_offset = base_offset
         seg._max_ts = TimestampOffset(-1, base_offset)
@@ -234,10 +235,11 @@ class LogSegment:
             raise LogClosedError(f"segment {self.log_path} is closed")
         if self._fd is None:
             if self._active:
-                self._fd = os.open(self._log_file, os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = os.open(self._log_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
+                                   0o644)
                 self._fd_writable = True
             else:
-                self._fd = os.open(self._log_file, os.O_RDONLY)
+                self._fd = os.open(self._log_file, os.O_RDONLY | os.O_NOFOLLOW)
                 self._fd_writable = False
         HANDLES.touch(self)
         return self._fd

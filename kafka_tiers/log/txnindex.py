@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
+from kafka_tiers.log.checkpoints import open_nofollow
 from kafka_tiers.log.errors import CorruptIndexError
 
 _ENTRY = struct.Struct(">hqqqq")
@@ -24,7 +25,7 @@ def _read(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist (one open, closed at once: the
     index holds no descriptor between calls)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
     try:
@@ -99,7 +100,7 @@ class TransactionIndex:
                 raise CorruptIndexError(
                     f"aborted transaction at {txn.last_offset} is not after "
                     f"{entries[-1].last_offset} in {self.path}", path=str(self.path))
-            with open(self._file, "ab") as fh:
+            with open(self._file, "ab", opener=open_nofollow) as fh:
                 fh.write(txn.encode())
             self._unsynced = True
             entries.append(txn)
@@ -132,7 +133,7 @@ class TransactionIndex:
         if not entries:
             self.path.unlink(missing_ok=True)
         else:
-            with open(self.path, "r+b") as fh:
+            with open(self.path, "r+b", opener=open_nofollow) as fh:
                 fh.truncate(len(entries) * ENTRY_SIZE)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -166,7 +167,7 @@ class TransactionIndex:
             return
         with self._lock:  # an append meanwhile must not lose its flag
             try:
-                fd = os.open(self._file, os.O_RDONLY)
+                fd = os.open(self._file, os.O_RDONLY | os.O_NOFOLLOW)
             except FileNotFoundError:
                 self._unsynced = False
                 return

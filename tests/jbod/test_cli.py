@@ -26,7 +26,8 @@ SIZES = {0: 3000, 1: 500, 2: 1500, 3: 200}
 def broker_dirs(tmp_path: Path) -> tuple[Path, list[Path]]:
     """Two log dirs, every partition of ``orders`` in the first; returns (config, dirs)."""
     dirs = [tmp_path / "disk1", tmp_path / "disk2"]
-    m = LogManager(dirs, CONFIG)
+    # written as broker 1 writes them (a meta.properties naming no broker is refused)
+    m = LogManager(dirs, CONFIG, meta_properties={"version": "1", "node.id": "1"})
     m.startup()
     for p, n in SIZES.items():
         tp = TopicPartition("orders", p)

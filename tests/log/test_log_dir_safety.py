@@ -1,0 +1,264 @@
+"""Log-dir rules the review of issue 13 found broken: nothing is written through a symlink; a
+replica not assigned to this broker is never loaded (recovered); one partition's bad file takes
+that partition offline, not its dir; a replica that is not new is never created while a dir is
+offline; a ``meta.properties`` naming no broker is refused."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from kafka_tiers.api import TopicPartition
+from kafka_tiers.log.checkpoints import LEADER_EPOCH_CHECKPOINT, read_file_nofollow
+from kafka_tiers.log.config import LogConfig
+from kafka_tiers.log.dir_ownership import (
+    FOREIGN,
+    LINKED,
+    REPLICA,
+    InconsistentBrokerIdError,
+    classify_entry,
+)
+from kafka_tiers.log.errors import LogDirError
+from kafka_tiers.log.log_dir_failure import LogDirOfflineError
+from kafka_tiers.log.log_manager import LogManager
+
+from .helpers import fill, read_all
+
+CONFIG = LogConfig(segment_bytes=4096, index_interval_bytes=256, max_index_size=4096)
+ME = {"version": "1", "node.id": "1"}
+SEGMENT = "00000000000000000000.log"
+USER_DATA = b"user data\n" * 100
+
+
+def populate(dirs: list[Path], partitions: int = 4, records: int = 60
+             ) -> dict[TopicPartition, Path]:
+    m = LogManager(dirs, CONFIG, meta_properties=ME)
+    m.startup()
+    where = {}
+    for p in range(partitions):
+        tp = TopicPartition("t", p)
+        fill(m.get_or_create_log(tp), records)
+        where[tp] = m.log_dir_of(tp)
+    m.shutdown()
+    return where
+
+
+def crash_marker_away(log_dir: Path) -> None:
+    """Make the next start a recovery (no clean-shutdown marker)."""
+    (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- symlinks
+def test_a_segment_symlink_to_a_users_file_is_never_truncated(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "d"
+    populate([d], partitions=1)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(USER_DATA)
+    sym = d / "sym-0"
+    sym.mkdir()
+    os.symlink(outside, sym / SEGMENT)
+    crash_marker_away(d)
+    with caplog.at_level(logging.WARNING), LogManager([d], CONFIG, meta_properties=ME) as m:
+        assert TopicPartition("sym", 0) not in m.logs
+        assert str(sym) in m.report.foreign_dirs
+        assert len(read_all(m.get_log(TopicPartition("t", 0)))) == 60
+        with pytest.raises(LogDirOfflineError):  # never made anew over or beside the link
+            m.get_or_create_log(TopicPartition("sym", 0))
+    assert outside.read_bytes() == USER_DATA
+    assert (sym / SEGMENT).is_symlink()
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING and "sym-0" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_a_symlinked_partition_dir_is_reported_and_left_alone(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "d"
+    populate([d], partitions=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / SEGMENT).write_bytes(USER_DATA)
+    os.symlink(elsewhere, d / "link-0")
+    crash_marker_away(d)
+    with caplog.at_level(logging.WARNING), LogManager([d], CONFIG, meta_properties=ME) as m:
+        assert TopicPartition("link", 0) not in m.logs
+        assert str(d / "link-0") in m.report.foreign_dirs
+    assert (elsewhere / SEGMENT).read_bytes() == USER_DATA
+    assert any("link-0" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.WARNING)
+
+
+def test_a_symlink_among_a_replicas_files_makes_it_no_replica(tmp_path: Path) -> None:
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / SEGMENT).write_bytes(b"")
+    assert classify_entry("t-0", part)[0] == REPLICA
+    os.symlink(tmp_path / "x", part / LEADER_EPOCH_CHECKPOINT)
+    assert classify_entry("t-0", part)[0] == LINKED
+    # the clean-shutdown fast path (one stat of the expected segment) does not follow a link
+    other = tmp_path / "u-0"
+    other.mkdir()
+    (tmp_path / "real.log").write_bytes(b"")
+    os.symlink(tmp_path / "real.log", other / SEGMENT)
+    assert classify_entry("u-0", other, {TopicPartition("u", 0): SEGMENT})[0] == LINKED
+    (tmp_path / "notes").mkdir()
+    assert classify_entry("notes", tmp_path / "notes")[0] == FOREIGN
+
+
+def test_files_of_a_log_are_never_opened_through_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_bytes(b"x")
+    link = tmp_path / "link"
+    os.symlink(target, link)
+    with pytest.raises(OSError) as info:
+        read_file_nofollow(link)
+    assert info.value.errno == errno.ELOOP
+
+
+def test_a_symlink_appearing_after_the_listing_is_a_partition_problem(
+        tmp_path: Path) -> None:
+    """A segment replaced by a link (the clean-shutdown fast path stats only the first
+    segment): opening it with O_NOFOLLOW fails, that partition is offline, the dir serves and
+    the outside file is untouched."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    where = populate([a, b], records=200)  # several segments each
+    bad = TopicPartition("t", 1)
+    part = where[bad] / "t-1"
+    segments = sorted(p for p in part.iterdir() if p.suffix == ".log")
+    assert len(segments) >= 2
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(USER_DATA)
+    last = segments[-1]
+    last.unlink()
+    os.symlink(outside, last)
+    crash_marker_away(where[bad])
+    with LogManager([a, b], CONFIG, meta_properties=ME) as m:
+        assert m.offline_dirs == {}
+        assert bad not in m.logs
+        assert set(m.logs) == set(where) - {bad}
+    assert outside.read_bytes() == USER_DATA
+
+
+# ---------------------------------------------------------------- unassigned replicas
+def _user_replica(log_dir: Path, name: str = "bar-0") -> Path:
+    part = log_dir / name
+    part.mkdir()
+    (part / SEGMENT).write_bytes(USER_DATA)
+    return part
+
+
+def test_an_unassigned_replica_is_renamed_for_delete_with_its_content_untouched(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "d"
+    populate([d], partitions=2)
+    _user_replica(d)
+    crash_marker_away(d)  # a recovery start: would truncate what it loads
+    assigned = {TopicPartition("t", 0), TopicPartition("t", 1)}
+    m = LogManager([d], CONFIG, meta_properties=ME, file_delete_delay_ms=60_000)
+    with caplog.at_level(logging.WARNING):
+        report = m.startup(assigned, delete_unassigned=True)
+    try:
+        assert set(m.logs) == assigned
+        assert not (d / "bar-0").exists()
+        [doomed] = report.unassigned_deleted
+        assert Path(doomed).name.startswith("bar-0.") and doomed.endswith("-delete")
+        assert (Path(doomed) / SEGMENT).read_bytes() == USER_DATA  # renaming back restores
+        assert any("bar-0" in r.getMessage() for r in caplog.records
+                   if r.levelno == logging.WARNING)
+    finally:
+        m.shutdown()
+
+
+def test_an_unassigned_replica_of_a_standalone_broker_is_left_alone(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    populate([d], partitions=1)
+    part = _user_replica(d)
+    crash_marker_away(d)
+    m = LogManager([d], CONFIG, meta_properties=ME)
+    report = m.startup({TopicPartition("t", 0)})
+    try:
+        assert TopicPartition("bar", 0) not in m.logs
+        assert report.unassigned_left == [str(part)]
+        assert (part / SEGMENT).read_bytes() == USER_DATA
+        with pytest.raises(LogDirError, match="not assigned"):  # never adopted later
+            m.get_or_create_log(TopicPartition("bar", 0))
+        assert (part / SEGMENT).read_bytes() == USER_DATA
+    finally:
+        m.shutdown()
+
+
+# ---------------------------------------------------------------- one bad file
+@pytest.mark.parametrize("damage", ["dir", "symlink", "index_dir"])
+def test_one_bad_partition_file_takes_only_its_partition_offline(
+        tmp_path: Path, damage: str) -> None:
+    """The reviewer's repro: ``rm leader-epoch-checkpoint; mkdir leader-epoch-checkpoint``
+    (EISDIR) took the whole dir offline and its partitions were recreated empty elsewhere."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    where = populate([a, b])
+    bad = TopicPartition("t", 0)
+    checkpoint = where[bad] / "t-0" / LEADER_EPOCH_CHECKPOINT
+    checkpoint.unlink(missing_ok=True)
+    if damage == "dir":
+        checkpoint.mkdir()
+    elif damage == "symlink":
+        os.symlink(tmp_path / "nowhere", checkpoint)
+    else:
+        index = where[bad] / "t-0" / "00000000000000000000.index"
+        index.unlink(missing_ok=True)
+        index.mkdir()
+    crash_marker_away(where[bad])
+    with LogManager([a, b], CONFIG, meta_properties=ME) as m:
+        assert m.offline_dirs == {}
+        assert bad not in m.logs
+        assert set(m.logs) == set(where) - {bad}
+        for tp in set(where) - {bad}:
+            assert len(read_all(m.get_log(tp))) == 60
+        assert bad in m.offline_partitions
+        with pytest.raises(LogDirOfflineError):  # never recreated empty elsewhere
+            m.get_or_create_log(bad)
+
+
+def test_a_replica_that_is_not_new_is_not_created_while_a_dir_is_offline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    where = populate([a, b])
+    lost = next(tp for tp, d in where.items() if d == a)
+    from kafka_tiers.log.log import Log
+    real_open = Log.open
+
+    def failing_open(path: Path, *args: object, **kwargs: object) -> Log:
+        if Path(path).parent == a:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Log, "open", staticmethod(failing_open))
+    with LogManager([a, b], CONFIG, meta_properties=ME) as m:
+        assert set(m.offline_dirs) == {a}
+        with pytest.raises(LogDirOfflineError, match="not a new replica"):
+            m.get_or_create_log(lost, is_new=False)
+        assert not (b / lost_name(lost)).exists()  # no empty copy, no reused offsets
+        monkeypatch.setattr(Log, "open", real_open)
+        new = m.get_or_create_log(TopicPartition("fresh", 0), is_new=True)
+        assert m.log_dir_of(TopicPartition("fresh", 0)) == b and new.log_end_offset == 0
+
+
+def lost_name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+# ---------------------------------------------------------------- meta.properties
+def test_a_meta_properties_naming_no_broker_is_refused(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "meta.properties").write_text("version=1\n")
+    m = LogManager([d], CONFIG, meta_properties=ME)
+    with pytest.raises(InconsistentBrokerIdError) as info:
+        m.startup()
+    message = str(info.value)
+    assert str(d) in message and "node.id=1" in message and "\n" not in message
+    assert (d / "meta.properties").read_text() == "version=1\n"  # nothing written
