@@ -112,7 +112,7 @@ def _execute_in_process(cfg: Any, local: dict[Any, str], quiet: bool) -> list[di
     # the log dirs must be this broker's (meta.properties), as when the broker starts
     manager = LogManager.from_config(
         cfg, meta_properties={"version": "1", "node.id": str(cfg["broker.id"])})
-    manager.startup()
+    manager.startup(set(local))  # only the replicas to move are loaded (recovered)
     try:
         results = manager.alter_replica_log_dirs(local)
         for tp, r in results.items():

@@ -9,6 +9,11 @@ Two sources give the same answer:
   (for tools, and for a broker that is not running): sizes are the ``.log`` file sizes, the log
   end offset comes from the last segment's last batch header (found through its offset index).
 
+Only replicas are listed as partitions (a ``<topic>-<partition>`` directory holding Kafka log
+files, see :mod:`kafka_tiers.log.dir_ownership`); other directories of a log dir (a user's
+``backup-2024/``, a ``foo-0/`` without log files, a symlinked or link-holding partition dir)
+are listed by name under ``foreign``, never as partitions.
+
 Filters follow the document: ``log_dirs`` and ``topics`` of None (or empty) mean all; the result
 is their intersection. A requested dir the broker does not have is listed with error
 ``LOG_DIR_NOT_FOUND``; an offline dir with ``KAFKA_STORAGE_ERROR`` and no partitions.
@@ -25,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
-from kafka_tiers.log.errors import InvalidTopicError
-from kafka_tiers.log.names import INDEX_SUFFIX, LOG_SUFFIX, parse_partition_dir
+from kafka_tiers.log.dir_ownership import DELETE, FUTURE, OWN, REPLICA, classify_entry
+from kafka_tiers.log.names import INDEX_SUFFIX, LOG_SUFFIX
 
 if TYPE_CHECKING:
     from kafka_tiers.log.log_manager import LogManager
@@ -66,6 +71,8 @@ class LogDirDescription:
     total_bytes: int = 0
     usable_bytes: int = 0
     error_message: str | None = None
+    #: names of the dir's entries that are no replicas (left alone by the broker)
+    foreign: tuple[str, ...] = ()
 
     @property
     def is_live(self) -> bool:
@@ -78,10 +85,12 @@ class LogDirDescription:
 
     def to_dict(self) -> dict[str, Any]:
         """Document 000's ``kafka-log-dirs`` entry, plus ``error``, ``total_bytes`` and
-        ``usable_bytes`` and each partition's ``log_end_offset``."""
+        ``usable_bytes``, each partition's ``log_end_offset`` and ``foreign`` (the names of
+        directories that are no replicas)."""
         return {"is_live": self.is_live, "path": self.path, "error": self.error,
                 "total_bytes": self.total_bytes, "usable_bytes": self.usable_bytes,
-                "partitions": [p.to_dict() for p in self.partitions]}
+                "partitions": [p.to_dict() for p in self.partitions],
+                "foreign": list(self.foreign)}
 
 
 def to_json(dirs: Sequence[LogDirDescription]) -> dict[str, Any]:
@@ -149,7 +158,10 @@ def describe_log_dirs(manager: LogManager,
                 continue
         parts.sort(key=lambda p: (p.topic, p.partition, p.is_temporary))
         total, usable = disk_space(d)
-        out.append(LogDirDescription(shown, None, tuple(parts), total, usable))
+        foreign = tuple(sorted(os.path.basename(f) for f in manager.report.foreign_dirs
+                               if Path(f).parent == d))
+        out.append(LogDirDescription(shown, None, tuple(parts), total, usable,
+                                     foreign=foreign))
     return out
 
 
@@ -242,16 +254,21 @@ def scan_log_dirs(paths: Sequence[str | os.PathLike[str]],
                                          error_message="the broker reported it offline"))
             continue
         parts = []
+        foreign: list[str] = []
         try:
             entries = list(os.scandir(d))
             for entry in entries:
+                if entry.is_symlink():
+                    if entry.is_dir():
+                        foreign.append(entry.name)
+                    continue
                 if not entry.is_dir(follow_symlinks=False):
                     continue
-                try:
-                    parsed = parse_partition_dir(entry.name)
-                except InvalidTopicError:
+                kind, parsed = classify_entry(entry.name, entry.path)
+                if kind in (OWN, DELETE):  # the broker's own tools', a pending deletion
                     continue
-                if parsed.kind == "delete":
+                if kind not in (REPLICA, FUTURE) or parsed is None:  # foreign, linked
+                    foreign.append(entry.name)
                     continue
                 tp = parsed.partition
                 if topic_set and tp.topic not in topic_set:
@@ -274,7 +291,8 @@ def scan_log_dirs(paths: Sequence[str | os.PathLike[str]],
             continue
         parts.sort(key=lambda p: (p.topic, p.partition, p.is_temporary))
         total, usable = disk_space(d)
-        out.append(LogDirDescription(shown, None, tuple(parts), total, usable))
+        out.append(LogDirDescription(shown, None, tuple(parts), total, usable,
+                                     foreign=tuple(sorted(foreign))))
     return out
 
 

@@ -262,3 +262,54 @@ def test_a_meta_properties_naming_no_broker_is_refused(tmp_path: Path) -> None:
     message = str(info.value)
     assert str(d) in message and "node.id=1" in message and "\n" not in message
     assert (d / "meta.properties").read_text() == "version=1\n"  # nothing written
+
+
+# ---------------------------------------------------------------- describe
+def test_describe_lists_only_replicas_and_reports_foreign_entries(tmp_path: Path) -> None:
+    from kafka_tiers.log.describe import scan_log_dirs, to_json
+
+    d = tmp_path / "d"
+    populate([d], partitions=1)
+    (d / "backup-2024").mkdir()
+    (d / "backup-2024" / "notes.txt").write_text("mine")
+    (d / "foo-0").mkdir()  # a partition name without log files
+    (d / "foo-0" / "x.txt").write_text("mine")
+    os.symlink(d / "foo-0", d / "bar-1")
+    for described in (scan_log_dirs([d]), _describe_running(d)):
+        [desc] = described
+        assert [(p.topic, p.partition) for p in desc.partitions] == [("t", 0)]
+        assert desc.foreign == ("backup-2024", "bar-1", "foo-0")
+        assert to_json(described)["log_dirs"][0]["foreign"] == ["backup-2024", "bar-1", "foo-0"]
+
+
+def _describe_running(d: Path) -> list:
+    with LogManager([d], CONFIG, meta_properties=ME) as m:
+        return m.describe_log_dirs()
+
+
+def test_an_offline_reassign_loads_only_the_replicas_it_moves(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kafka_tiers.cli import cli
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    where = populate([a, b], partitions=2)
+    src = where[TopicPartition("t", 0)]
+    dest = b if src == a else a
+    notes = src / "notes-1"
+    notes.mkdir()
+    junk = os.urandom(1 << 20)
+    (notes / SEGMENT).write_bytes(junk)
+    crash_marker_away(src)  # a recovery start: would truncate the random .log
+    config = tmp_path / "server.properties"
+    config.write_text(f"broker.id=1\nlog.dirs={a},{b}\n")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1], "log_dirs": [str(dest)]}]}))
+    res = CliRunner().invoke(cli, ["reassign", "--config", str(config),
+                                   "--reassignment-json-file", str(plan), "--execute"])
+    assert res.exit_code == 0, res.output
+    assert (dest / "t-0").is_dir()
+    assert (notes / SEGMENT).read_bytes() == junk
