@@ -13,7 +13,8 @@ Nothing is accepted silently (:attr:`BrokerConfig.warnings`, shown by ``config s
 - a key given twice in a file is an error (:func:`read_properties`);
 - contradictions are errors: a key and its alias with different values, ``log.dir`` beside
   ``log.dirs``, the same directory twice in ``log.dirs``, and the :data:`CROSS_CHECKS`
-  (``listeners`` and ``port`` naming different ports, a default above its bound);
+  (``listeners`` and ``port`` naming different ports, a default above its bound,
+  ``message.max.bytes`` above ``socket.request.max.bytes``);
 - keys under a plugin prefix (:data:`PLUGIN_KEY_PREFIXES`: ``placer.*``, ``rsm.config.*``,
   ``rlmm.config.*``, ``remote.log.metadata.*``) are the plugins' and are kept as given;
 - a Kafka broker key kafka-tiers does not implement
@@ -67,9 +68,25 @@ class String(ValueType):
         return value
 
 
+#: The largest value of a Kafka ``int`` key (32-bit signed), and of a ``long`` key (64-bit).
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
 class Int(ValueType):
-    def __init__(self, min: int | None = None, max: int | None = None) -> None:
+    """An integer from ``min`` to ``max``; without ``max``, at most the largest value of a
+    ``bits``-bit signed integer (Kafka's ``int`` keys: ``bits=32``, :data:`INT_MAX`; its
+    ``long`` keys: 64, :data:`LONG_MAX`, the default), so no key takes a value Kafka could not
+    hold."""
+
+    def __init__(self, min: int | None = None, max: int | None = None, *,
+                 bits: int = 64) -> None:
         self.min, self.max = min, max
+        self.limit = max if max is not None else 2 ** (bits - 1) - 1
+        self.too_large = (f"an integer from {min if min is not None else -self.limit - 1} to "
+                          f"{self.limit}" + ("" if max is not None else
+                                             f" (a {bits}-bit Kafka "
+                                             f"{'int' if bits == 32 else 'long'})"))
         if min is not None and max is not None:
             self.expected = f"an integer from {min} to {max}"
         elif min is not None:
@@ -84,9 +101,9 @@ class Int(ValueType):
             value = int(raw.strip())
         except ValueError:
             raise ValueError(self.expected) from None
-        if (self.min is not None and value < self.min) or (
-            self.max is not None and value > self.max
-        ):
+        if value > self.limit:
+            raise ValueError(self.too_large)
+        if (self.min is not None and value < self.min) or value < -self.limit - 1:
             raise ValueError(self.expected)
         return value
 
@@ -171,7 +188,7 @@ def _placer_name(value: str) -> str | None:
 
 
 CORE_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("broker.id", Int(min=0), 0, "This broker's id.", aliases=("node.id",)),
+    ConfigKey("broker.id", Int(min=0, bits=32), 0, "This broker's id.", aliases=("node.id",)),
     ConfigKey("broker.rack", String(), None,
               "This broker's rack: a name, or a path such as /dc1/rack2 for multi-level racks."),
     ConfigKey("broker.replica.placer", String(), "rack-aware",
@@ -180,7 +197,7 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("hook.plugins.blocked", List(), [],
               "Hook plugins (entry-point names in group kafka_tiers) not to load; "
               "KAFKA_TIERS_BLOCK_HOOK_PLUGINS adds more."),
-    ConfigKey("broker.shutdown.timeout.ms", Int(min=1), 25000,
+    ConfigKey("broker.shutdown.timeout.ms", Int(min=1, bits=32), 25000,
               "How long a broker process (broker start, cluster start) may take to shut down "
               "after SIGTERM or SIGINT before it exits anyway, logs flushed, with exit code 1 "
               "(Kafka has no such key; the default fits Kubernetes' 30 s grace period)."),
@@ -227,10 +244,20 @@ def _default_within(key: str, bound: str) -> Callable[[Mapping[str, Any], set[st
     return check
 
 
+def _record_fits_request(values: Mapping[str, Any], given: set[str]) -> tuple[str, str] | None:
+    size, limit = values.get("message.max.bytes"), values.get("socket.request.max.bytes")
+    if size is None or limit is None or size <= limit:
+        return None
+    return "message.max.bytes", (f"message.max.bytes {size} exceeds socket.request.max.bytes "
+                                 f"{limit}: a batch that large could never arrive in a request; "
+                                 "lower message.max.bytes or raise socket.request.max.bytes")
+
+
 #: Checks across keys (contradictions): each takes the typed values and the names given, and
 #: returns ``(key, problem)`` or None.
 CROSS_CHECKS: tuple[Callable[[Mapping[str, Any], set[str]], tuple[str, str] | None], ...] = (
     _listeners_and_port,
+    _record_fits_request,
     _default_within("default.replication.factor", "max.replication.factor"),
     _default_within("num.partitions", "max.topic.partitions"),
     _default_within("num.partitions", "max.request.partitions"),

@@ -11,6 +11,9 @@ Guarantees (for everything :func:`run` calls):
 - a traceback is printed only in debug mode (``kafka-tiers --debug ...`` or
   ``KAFKA_TIERS_DEBUG=1``), then in full (causes included), followed by the same line and the
   same exit status;
+- stdout is flushed before the exit status is returned: output that cannot be written (a
+  full disk: ``> /dev/full``) is an ``error:`` line and :data:`EXIT_ERROR`, never a silent
+  exit 0 (a reader gone away, ``| head``, stays a quiet exit 0);
 - Ctrl-C (``KeyboardInterrupt``, click's ``Abort``) exits :data:`EXIT_INTERRUPTED` (130)
   without a traceback;
 - every line is one printable line: the values of live secrets
@@ -171,6 +174,44 @@ def echo_undecodable_bytes() -> None:
             reconfigure(errors="surrogateescape")
 
 
+class OutputWriteError(OSError):
+    """Writing the command's output to stdout failed (a full disk, an I/O error)."""
+
+
+def _flush_stdout() -> None:
+    """Flush stdout: what a command printed but the buffer still holds is written now, so a
+    write that fails (``ENOSPC`` on ``> /dev/full``) is reported like any error instead of
+    being lost at exit.
+
+    Raises:
+        BrokenPipeError: stdout's reader went away (the quiet exit 0 of ``| head``).
+        OutputWriteError: any other failed write.
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError):  # stdout closed by the command: nothing to flush
+            return
+        _quiet_broken_pipe()  # the interpreter's final flush must not fail again
+        raise OutputWriteError(exc.errno, f"cannot write the output to stdout: "
+                                          f"{exc.strerror or exc}") from None
+
+
+def _flushed_or(code: int, debug: Callable[[], bool]) -> int:
+    """``code`` once stdout is flushed; a failed flush is reported and ends as
+    :data:`EXIT_ERROR` (a broken pipe: exit 0, as ever)."""
+    try:
+        _flush_stdout()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return code
+    except OutputWriteError as exc:
+        return report(exc, debug())
+    return code
+
+
 def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
     """Call ``invoke`` (a click command's ``main`` with ``standalone_mode=False``) behind the
     boundary; return the exit status. ``debug()`` is asked only once something failed (the
@@ -178,11 +219,14 @@ def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
     echo_undecodable_bytes()
     try:
         code = invoke()
+        _flush_stdout()  # a failed write of buffered output (a full disk) is an error too
     except click.exceptions.Exit as exc:
+        if exc.exit_code == EXIT_OK:
+            return _flushed_or(EXIT_OK, debug)
         return int(exc.exit_code)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
-            return int(exc.code or 0)
+            return _flushed_or(int(exc.code or 0), debug)
         _stderr(f"error: {one_line(str(exc.code))}")
         return EXIT_ERROR
     except (BrokenPipeError, PipeClosed) as exc:
@@ -199,5 +243,5 @@ def run(invoke: Callable[[], Any], debug: Callable[[], bool]) -> int:
 
 
 __all__ = ["DEBUG_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NEGATIVE",
-           "EXIT_OK", "PipeClosed", "StdoutClosedError", "echo_undecodable_bytes",
-           "expected_message", "one_line", "report", "run"]
+           "EXIT_OK", "OutputWriteError", "PipeClosed", "StdoutClosedError",
+           "echo_undecodable_bytes", "expected_message", "one_line", "report", "run"]

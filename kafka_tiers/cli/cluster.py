@@ -108,6 +108,12 @@ def cluster() -> None:
     """
 
 
+#: Keys ``cluster start`` sets per broker: given in --config or --set, they are ignored with a
+#: warning.
+PER_BROKER_KEYS = ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
+                   "broker.rack")
+
+
 @cluster.command("start")
 @click.option("--brokers", type=click.IntRange(min=1, max=64), default=3, show_default=True)
 @click.option("--racks", help="Comma-separated racks, one per broker (cycled), e.g. "
@@ -164,9 +170,12 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     shared = BrokerConfig(overrides)  # the same errors and warnings as config show
     print_config_warnings(shared.warnings)
     shared.check_plugins()
-    for key in ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
-                "broker.rack"):
-        overrides.pop(key, None)
+    ignored = [f"{key}={overrides.pop(key)}" for key in PER_BROKER_KEYS if key in overrides]
+    if ignored:  # cluster start sets these per broker: say so rather than drop them silently
+        print_config_warnings([
+            f"{', '.join(ignored)} ignored: cluster start gives each broker its own id, log "
+            "dirs, port and rack (--brokers, --dir, --base-port, --racks); remove "
+            f"{'it' if len(ignored) == 1 else 'them'} from --config/--set"])
     rack_list = [r.strip() for r in racks.split(",")] if racks is not None else None
     if rack_list is not None and not all(rack_list):
         raise click.BadParameter(f"expected comma-separated non-empty racks, got {racks!r}",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kafka_tiers.cli.output import console, emit_json
+from kafka_tiers.cli.output import check_output_file, console, emit_json
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -201,6 +201,7 @@ def plan(config_path: str, output: str | None, fmt: str) -> None:
         {"topic": p.topic, "partition": p.partition, "replicas": [broker], "log_dirs": [dst]}
         for p, _src, dst in moves]}
     if output:
+        check_output_file(output, "--output")
         try:
             write_atomic(output, (json.dumps(doc, indent=2) + "\n").encode())
         except OSError as exc:

@@ -60,6 +60,14 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
     cfg = (BrokerConfig.from_file(config_path, overrides) if config_path
            else BrokerConfig(overrides))
     cluster = with_running_topics(read_cluster_file(cluster_path), cluster_path)
+    if broker_ids is not None:
+        known = {b.broker_id for b in cluster.brokers}
+        unknown = [b for b in broker_ids if b not in known]
+        if unknown:
+            raise click.BadParameter(
+                f"broker {', '.join(map(str, unknown))} {'is' if len(unknown) == 1 else 'are'} "
+                f"not in the cluster of {cluster_path} (brokers {sorted(known)}); give ids of "
+                "its brokers", param_hint="--broker-ids")
     with PlacementService(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor,
                                broker_ids=broker_ids, force_simple=force_simple)

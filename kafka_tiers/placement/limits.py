@@ -43,16 +43,16 @@ MAX_REPLICATION_FACTOR = 32
 MAX_BROKER_PARTITIONS = 20000
 
 LIMIT_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("max.topic.partitions", Int(min=1), MAX_TOPIC_PARTITIONS,
+    ConfigKey("max.topic.partitions", Int(min=1, bits=32), MAX_TOPIC_PARTITIONS,
               "Partitions one topic may have (CreateTopics, CreatePartitions, placement)."),
-    ConfigKey("max.request.partitions", Int(min=1), MAX_REQUEST_PARTITIONS,
+    ConfigKey("max.request.partitions", Int(min=1, bits=32), MAX_REQUEST_PARTITIONS,
               "Partitions one request may create, place or list."),
-    ConfigKey("max.request.topics", Int(min=1), MAX_REQUEST_TOPICS,
+    ConfigKey("max.request.topics", Int(min=1, bits=32), MAX_REQUEST_TOPICS,
               "Topics one request may list (Metadata, DescribeLogDirs)."),
     ConfigKey("max.replication.factor", Int(min=1, max=32767), MAX_REPLICATION_FACTOR,
               "The largest replication factor a topic may ask for (the live brokers bound it "
               "too)."),
-    ConfigKey("max.broker.partitions", Int(min=1), MAX_BROKER_PARTITIONS,
+    ConfigKey("max.broker.partitions", Int(min=1, bits=32), MAX_BROKER_PARTITIONS,
               "Partition replicas one broker may hold (KIP-578's name); a creation that "
               "would exceed it on any broker is refused."),
 )
