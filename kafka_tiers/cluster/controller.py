@@ -658,9 +658,10 @@ class Controller:
                                          key="", limit=0, value=None,
                                          error_code="INVALID_REQUEST")
             check_new_partitions(limits, len(assignment), existing=existing, topic=topic)
-        else:
-            check_new_partitions(limits, partitions, existing=existing, topic=topic)
-            check_replication_factor(limits, replication_factor)
+        else:  # the checked counts from here on (a string of digits is converted once)
+            partitions = check_new_partitions(limits, partitions, existing=existing,
+                                              topic=topic)
+            replication_factor = check_replication_factor(limits, replication_factor)
         if broker_ids is not None:
             check_request_entries(limits, broker_ids, "broker ids")
         if not exists:

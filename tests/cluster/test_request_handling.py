@@ -310,3 +310,15 @@ def test_a_request_at_the_default_bound_answers_within_the_request_timeout(
     t1 = time.monotonic()
     cl.create_topic("next", 1, 1)
     assert time.monotonic() - t1 < 5
+
+
+def test_counts_given_as_digit_strings_are_the_checked_counts(make_cluster: Make) -> None:
+    """as_count accepts ``"3"``; the placer gets the checked int, never the string (it
+    answered INVALID_REQUEST with a ValueError from the placer)."""
+    c = make_cluster(brokers=2)
+    cl, address = _controller_address(c)
+    resp = cl.transport.send_raw(address, ApiKey.CREATE_TOPICS, {
+        "topic": "s", "partitions": "3", "replication_factor": "2"})
+    assert resp.error == ErrorCode.NONE, resp.body
+    assert sorted(resp.body["assignment"]) == ["0", "1", "2"]
+    assert all(len(r) == 2 for r in resp.body["assignment"].values())
