@@ -436,7 +436,7 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
 
     Unlike Java, a key given twice is refused: which value was meant cannot be known. The
     file must be a regular file of at most 1 MiB
-    (:data:`kafka_tiers.input_file.MAX_PROPERTIES_FILE_BYTES`).
+    (:data:`kafka_tiers.log.input_file.MAX_PROPERTIES_FILE_BYTES`).
 
     Raises:
         ConfigError: the file cannot be read or parsed, is not a regular file, is larger
@@ -445,7 +445,7 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """
     from jproperties import Properties
 
-    from kafka_tiers.input_file import (
+    from kafka_tiers.log.input_file import (
         MAX_PROPERTIES_FILE_BYTES,
         InputFileError,
         read_input_file,

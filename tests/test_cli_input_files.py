@@ -1,6 +1,6 @@
 """Rule: every input file the CLI reads (cluster.json, reassignment JSON, log-dirs plans,
 ``.properties`` config files) must be a regular file and is read with a size limit
-(:mod:`kafka_tiers.input_file`): ``/dev/zero`` cannot eat memory, a fifo cannot hang the
+(:mod:`kafka_tiers.log.input_file`): ``/dev/zero`` cannot eat memory, a fifo cannot hang the
 command, an oversized file is refused after reading at most the limit."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from kafka_tiers.api.errors import ConfigError, InvalidClusterError
 from kafka_tiers.config import read_properties
-from kafka_tiers.input_file import (
+from kafka_tiers.log.input_file import (
     MAX_JSON_FILE_BYTES,
     MAX_PROPERTIES_FILE_BYTES,
     InputFileError,

@@ -121,8 +121,8 @@ def broker_ids_callback(_ctx: click.Context | None, _param: click.Parameter | No
 
 def read_json(path: str) -> Any:
     """The JSON document in the file at ``path``, read by
-    :func:`kafka_tiers.input_file.read_input_file`: a regular file of at most
-    :data:`~kafka_tiers.input_file.MAX_JSON_FILE_BYTES` (16 MiB).
+    :func:`kafka_tiers.log.input_file.read_input_file`: a regular file of at most
+    :data:`~kafka_tiers.log.input_file.MAX_JSON_FILE_BYTES` (16 MiB).
 
     Raises:
         KafkaTiersError: one line naming the file: it cannot be read, is not a regular file,
@@ -130,7 +130,7 @@ def read_json(path: str) -> Any:
             parser (a hostile document).
     """
     from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.input_file import MAX_JSON_FILE_BYTES, read_input_file
+    from kafka_tiers.log.input_file import MAX_JSON_FILE_BYTES, read_input_file
 
     raw = read_input_file(path, MAX_JSON_FILE_BYTES)
     try:

@@ -210,13 +210,13 @@ def read_cluster_file(path: str | os.PathLike[str]) -> ClusterFile:
     """Read ``cluster.json``: the one reader of the format.
 
     The file must be a regular file of at most 16 MiB
-    (:data:`kafka_tiers.input_file.MAX_JSON_FILE_BYTES`).
+    (:data:`kafka_tiers.log.input_file.MAX_JSON_FILE_BYTES`).
 
     Raises:
         InvalidClusterError: unreadable file, not a regular file, larger than the limit,
             invalid JSON (with line and column), or a document of the wrong shape.
     """
-    from kafka_tiers.input_file import MAX_JSON_FILE_BYTES, InputFileError, read_input_file
+    from kafka_tiers.log.input_file import MAX_JSON_FILE_BYTES, InputFileError, read_input_file
 
     name = os.fspath(path)
     try:
