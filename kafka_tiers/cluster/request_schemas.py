@@ -91,12 +91,14 @@ class Scalar(Spec):
             raise MalformedRequestError(f"{path} must be {name}, got {_kind(value)}")
 
 
-class _Any(Spec):
+class AnyValue(Spec):
+    """Any value: the handler checks it with its own error code."""
+
     def check(self, value: Any, path: str, limits: Mapping[str, Any]) -> None:
         return None
 
 
-class _ConfigValue(Spec):
+class ConfigValue(Spec):
     """A config value: a string, a number or a boolean (never a list or an object)."""
 
     def check(self, value: Any, path: str, limits: Mapping[str, Any]) -> None:
@@ -183,14 +185,14 @@ INT = Scalar(int)
 STR = Scalar(str)
 BOOL = Scalar(bool)
 #: checked by the handler itself, with its own error code (a count: ``as_count``)
-ANY = _Any()
+ANY = AnyValue()
 INDEX = Scalar(int, 0, INT32_MAX)
 BROKER_ID = Scalar(int, -1, INT32_MAX)
 EPOCH = Scalar(int, -1, INT32_MAX)
 INT64 = Scalar(int)
 TIMEOUT_MS = Nullable(Scalar(int, 0, MAX_TIMEOUT_MS))
 #: a topic config: names to scalar values
-CONFIG = Nullable(MapOf(_ConfigValue(), bound="max.request.topics"))
+CONFIG = Nullable(MapOf(ConfigValue(), bound="max.request.topics"))
 BROKER_IDS = ListOf(BROKER_ID)
 TOPICS = ListOf(STR, bound="max.request.topics")
 
@@ -261,6 +263,8 @@ __all__ = [
     "ANY",
     "MAX_TIMEOUT_MS",
     "REQUEST_SCHEMAS",
+    "AnyValue",
+    "ConfigValue",
     "ListOf",
     "MalformedRequestError",
     "MapOf",

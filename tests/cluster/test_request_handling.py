@@ -15,14 +15,15 @@ from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from kafka_tiers.cluster.request_schemas import (
     REQUEST_SCHEMAS,
+    AnyValue,
+    ConfigValue,
     ListOf,
     MapOf,
     Nullable,
     Obj,
     Scalar,
     Spec,
-    _Any,
-    _ConfigValue,
+    request_validator,
 )
 from kafka_tiers.cluster.transport import (
     ApiKey,
@@ -30,6 +31,8 @@ from kafka_tiers.cluster.transport import (
     HandlerTable,
     Request,
     Response,
+    TcpClient,
+    TcpServer,
 )
 from kafka_tiers.placement.limits import MAX_REQUEST_PARTITIONS
 
@@ -132,9 +135,9 @@ def _wrong(spec: Spec) -> list[Any]:
         return ["yes", 1]
     if isinstance(spec, ListOf | MapOf | Obj):
         return ["x", 1] + ([[1]] if not isinstance(spec, ListOf) else [{"a": 1}])
-    if isinstance(spec, _ConfigValue):
+    if isinstance(spec, ConfigValue):
         return [[1], {"a": 1}]
-    assert isinstance(spec, _Any)
+    assert isinstance(spec, AnyValue)
     return []
 
 
@@ -226,6 +229,30 @@ def test_a_handler_bug_is_unknown_with_one_error_line_and_the_traceback_at_debug
     with caplog.at_level(logging.DEBUG):
         table.handle(Request(ApiKey.METADATA, 0, {"config": [1]}))
     assert any(r.levelno == logging.DEBUG and r.exc_info for r in caplog.records)
+
+
+def test_a_malformed_request_over_tcp_is_one_warn_line_naming_the_peer(
+        caplog: pytest.LogCaptureFixture) -> None:
+    table = HandlerTable()
+    table.register(ApiKey.METADATA, lambda r: Response({"ok": True}),
+                   validate=request_validator(ApiKey.METADATA, {"max.request.topics": "2"}))
+    server = TcpServer(table).start()
+    client = TcpClient()
+    try:
+        with caplog.at_level(logging.INFO):
+            bad = client.send_raw(server.address, ApiKey.METADATA, {"topics": "t"})
+            long = client.send_raw(server.address, ApiKey.METADATA, {"topics": ["a"] * 3})
+            good = client.send_raw(server.address, ApiKey.METADATA, {"topics": ["a"]})
+        assert bad.error == long.error == ErrorCode.INVALID_REQUEST
+        assert "max.request.topics 2" in long.body["message"]
+        assert good.error == ErrorCode.NONE and good.body == {"ok": True}
+        warns = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warns) == 2
+        assert all("METADATA" in w and "from 127.0.0.1:" in w for w in warns)
+        assert "body.topics must be a list, got a string" in warns[0]
+    finally:
+        client.close()
+        server.close()
 
 
 # ---------------------------------------------------------------------- 4. reassignment
