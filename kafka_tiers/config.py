@@ -245,8 +245,10 @@ def _default_within(key: str, bound: str) -> Callable[[Mapping[str, Any], set[st
 
 
 def _record_fits_request(values: Mapping[str, Any], given: set[str]) -> tuple[str, str] | None:
+    """``message.max.bytes``, when given, above ``socket.request.max.bytes`` (a lowered
+    request limit alone leaves the default record limit to the transport's check)."""
     size, limit = values.get("message.max.bytes"), values.get("socket.request.max.bytes")
-    if size is None or limit is None or size <= limit:
+    if "message.max.bytes" not in given or size is None or limit is None or size <= limit:
         return None
     return "message.max.bytes", (f"message.max.bytes {size} exceeds socket.request.max.bytes "
                                  f"{limit}: a batch that large could never arrive in a request; "
