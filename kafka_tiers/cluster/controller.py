@@ -61,6 +61,7 @@ from kafka_tiers.cluster.metadata_store import (
     TopicAssignment,
     topic_path,
 )
+from kafka_tiers.cluster.request_schemas import CONTROLLER_REQUEST_MAX_PARTITIONS
 from kafka_tiers.cluster.transport import ApiError, ApiKey, Client, ErrorCode, TransportError
 from kafka_tiers.placement.limits import (
     LimitExceededError,
@@ -597,19 +598,28 @@ class Controller:
             reg = self.live.get(b)
             if reg is None:
                 return False
-            body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
-                    "brokers": brokers, "fenced": fenced, "partitions": parts,
-                    **(extra or {})}
-            try:
-                resp = self.client.send(address_of(reg), api, body,
-                                        timeout=self.request_timeout)
-                if answers is not None:
-                    answers[b] = resp.body
-                return True
-            except TransportError as exc:
-                log.warning("controller %s: %s to broker %s failed: %s", self.broker_id,
-                            api.name, b, exc)
-                return False
+            # a broker's share goes in requests of at most CONTROLLER_REQUEST_MAX_PARTITIONS
+            # entries (the bound brokers hold controller requests to), one after another:
+            # each request is answered within the request timeout
+            n = CONTROLLER_REQUEST_MAX_PARTITIONS
+            chunks = [parts[i:i + n] for i in range(0, len(parts), n)] or [parts]
+            answered: list[Any] = []
+            resp = None
+            for chunk in chunks:
+                body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
+                        "brokers": brokers, "fenced": fenced, "partitions": chunk,
+                        **(extra or {})}
+                try:
+                    resp = self.client.send(address_of(reg), api, body,
+                                            timeout=self.request_timeout)
+                except TransportError as exc:
+                    log.warning("controller %s: %s to broker %s failed: %s", self.broker_id,
+                                api.name, b, exc)
+                    return False
+                answered.extend(resp.body.get("partitions") or ())
+            if answers is not None and resp is not None:
+                answers[b] = {**resp.body, "partitions": answered}
+            return True
 
         futures = {b: self._pool.submit(send, b, parts) for b, parts in per.items()}
         return {b: f.result() for b, f in futures.items()}

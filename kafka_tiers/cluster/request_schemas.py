@@ -3,8 +3,8 @@
 Every API key a :class:`~kafka_tiers.cluster.member.ClusterMember` registers has a schema
 here (:data:`REQUEST_SCHEMAS`): the JSON type of each field its handler reads, which fields
 are required, and the bound of every list (the ``max.request.*`` keys of
-:mod:`kafka_tiers.placement.limits`, or ``max.broker.partitions`` for the controller's
-full-state requests). :meth:`HandlerTable.handle
+:mod:`kafka_tiers.placement.limits`, or :data:`CONTROLLER_REQUEST_MAX_PARTITIONS` for the
+controller's requests). :meth:`HandlerTable.handle
 <kafka_tiers.cluster.transport.HandlerTable.handle>` runs the schema first: a malformed field
 is answered ``INVALID_REQUEST`` naming the field, what was expected and what came, with one
 WARN line, and the handler never sees it. Counts the handlers check themselves with their
@@ -33,6 +33,12 @@ _INT64 = 1 << 63
 INT32_MAX = (1 << 31) - 1
 #: the largest timeout (Kafka's int32 milliseconds).
 MAX_TIMEOUT_MS = INT32_MAX
+
+#: the most partitions one LeaderAndIsr or StopReplica request carries: the controller sends a
+#: broker's share in requests of at most this many (one after another), and a broker refuses a
+#: longer list. A protocol constant, not a config key, so brokers configured differently from
+#: the controller never refuse its requests; 10,000 replicas to create take a broker about 8 s.
+CONTROLLER_REQUEST_MAX_PARTITIONS = 10000
 
 _BOUND_DEFAULTS = {"max.request.partitions": MAX_REQUEST_PARTITIONS,
                    "max.request.topics": MAX_REQUEST_TOPICS,
@@ -118,7 +124,9 @@ class Nullable(Spec):
             self.inner.check(value, path, limits)
 
 
-def _bound(limits: Mapping[str, Any], key: str) -> int:
+def _bound(limits: Mapping[str, Any], key: str | int) -> int:
+    if isinstance(key, int):
+        return key
     try:
         return int(limits[key])
     except (KeyError, TypeError, ValueError):
@@ -127,10 +135,11 @@ def _bound(limits: Mapping[str, Any], key: str) -> int:
 
 @dataclass(frozen=True)
 class ListOf(Spec):
-    """A list of ``item``, at most as long as the config key ``bound`` allows."""
+    """A list of ``item``, at most as long as the config key ``bound`` allows (or ``bound``
+    items when it is an int)."""
 
     item: Spec
-    bound: str = "max.request.partitions"
+    bound: str | int = "max.request.partitions"
 
     def check(self, value: Any, path: str, limits: Mapping[str, Any]) -> None:
         if not isinstance(value, list):
@@ -212,15 +221,15 @@ REQUEST_SCHEMAS: dict[int, Obj] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: Obj(
         {"partitions": ListOf(Obj({**_TP, "leader_epoch": EPOCH},
                                   {"current_leader_epoch": Nullable(EPOCH)}))}),
-    # the controller's full state to a broker: at most the replicas one broker may hold
+    # the controller's requests: at most CONTROLLER_REQUEST_MAX_PARTITIONS entries each
     ApiKey.LEADER_AND_ISR: Obj({}, {**_CONTROLLER, "partitions": ListOf(Obj(
         {**_TP, "leader": BROKER_ID, "leader_epoch": EPOCH,
          "isr": BROKER_IDS, "replicas": BROKER_IDS},
         {"version": Scalar(int, -1), "log_dir": Nullable(STR), "is_new": BOOL,
-         "config": CONFIG, "topic_config": CONFIG}), bound="max.broker.partitions")}),
+         "config": CONFIG, "topic_config": CONFIG}), bound=CONTROLLER_REQUEST_MAX_PARTITIONS)}),
     ApiKey.STOP_REPLICA: Obj({}, {
         **_CONTROLLER, "delete": BOOL,
-        "partitions": ListOf(Obj(_TP, {"delete": BOOL}), bound="max.broker.partitions")}),
+        "partitions": ListOf(Obj(_TP, {"delete": BOOL}), bound=CONTROLLER_REQUEST_MAX_PARTITIONS)}),
     ApiKey.METADATA: Obj({}, {"topics": Nullable(TOPICS), "local": BOOL}),
     ApiKey.CREATE_TOPICS: Obj(
         {"topic": STR},
@@ -261,6 +270,7 @@ def request_validator(api_key: int, limits: Mapping[str, Any]
 
 __all__ = [
     "ANY",
+    "CONTROLLER_REQUEST_MAX_PARTITIONS",
     "MAX_TIMEOUT_MS",
     "REQUEST_SCHEMAS",
     "AnyValue",

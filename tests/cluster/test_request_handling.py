@@ -349,3 +349,44 @@ def test_counts_given_as_digit_strings_are_the_checked_counts(make_cluster: Make
     assert resp.error == ErrorCode.NONE, resp.body
     assert sorted(resp.body["assignment"]) == ["0", "1", "2"]
     assert all(len(r) == 2 for r in resp.body["assignment"].values())
+
+
+def test_the_controller_sends_a_brokers_share_in_bounded_requests(
+        make_cluster: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LeaderAndIsr carries at most CONTROLLER_REQUEST_MAX_PARTITIONS entries (the bound
+    brokers hold it to): a larger share goes in several requests, all applied."""
+    from kafka_tiers.cluster import controller as controller_module
+    from kafka_tiers.cluster.replica_manager import ReplicaManager
+
+    monkeypatch.setattr(controller_module, "CONTROLLER_REQUEST_MAX_PARTITIONS", 2)
+    sizes: list[int] = []
+    real = ReplicaManager.leader_and_isr
+
+    def recording(self: ReplicaManager, body: dict, peer: str = "loopback") -> dict:
+        sizes.append(len(body.get("partitions", [])))
+        return real(self, body, peer)
+
+    monkeypatch.setattr(ReplicaManager, "leader_and_isr", recording)
+    c = make_cluster(brokers=2)
+    cl = c.client()
+    sizes.clear()
+    assert sorted(cl.create_topic("t", 7, 2)) == list(range(7))
+    assert sizes and max(sizes) <= 2 and sum(sizes) == 14
+    for b in c.live:
+        member = c.broker(b).member
+        assert member is not None and member.replicas is not None
+        assert len([tp for tp in member.replicas.partitions if tp.topic == "t"]) == 7
+
+
+def test_a_controller_request_above_its_bound_is_refused(make_cluster: Make) -> None:
+    from kafka_tiers.cluster.request_schemas import CONTROLLER_REQUEST_MAX_PARTITIONS
+
+    c = make_cluster(brokers=2)
+    cl = c.client()
+    epoch = cl.metadata()["controller_epoch"]
+    entry = {"topic": "t", "partition": 0}
+    resp = cl.transport.send_raw(cl.broker_address(c.live[0]), ApiKey.STOP_REPLICA, {
+        "controller_epoch": epoch, "partitions": [entry] * (CONTROLLER_REQUEST_MAX_PARTITIONS
+                                                            + 1)})
+    assert resp.error == ErrorCode.INVALID_REQUEST
+    assert str(CONTROLLER_REQUEST_MAX_PARTITIONS) in resp.body["message"]
