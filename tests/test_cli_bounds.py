@@ -41,7 +41,7 @@ def test_every_interval_option_has_a_floor(tmp_path: Path, value: str) -> None:
 def test_the_floor_itself_is_accepted() -> None:
     assert MIN_SECONDS == 0.1
     assert Seconds().convert("0.1", None, None) == 0.1
-    with pytest.raises(click.BadParameter, match="from 0.1 to"):
+    with pytest.raises(click.BadParameter, match=r"from 0\.1 to"):
         Seconds().convert("1e-300", None, None)
 
 
@@ -77,10 +77,10 @@ def test_every_declared_integer_key_has_a_maximum() -> None:
 
 
 def test_message_max_bytes_above_socket_request_max_bytes_is_a_contradiction() -> None:
-    with pytest.raises(ConfigError, match="message.max.bytes 2000000 exceeds "
-                                          "socket.request.max.bytes 1048576"):
+    with pytest.raises(ConfigError, match=r"message\.max\.bytes 2000000 exceeds "
+                                          r"socket\.request\.max\.bytes 1048576"):
         BrokerConfig({"message.max.bytes": "2000000", "socket.request.max.bytes": "1048576"})
-    with pytest.raises(ConfigError, match="exceeds socket.request.max.bytes"):
+    with pytest.raises(ConfigError, match=r"exceeds socket\.request\.max\.bytes"):
         BrokerConfig({"message.max.bytes": str(INT_MAX)})
     BrokerConfig({"message.max.bytes": "1048576", "socket.request.max.bytes": "1048576"})
 
