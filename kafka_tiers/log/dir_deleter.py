@@ -134,7 +134,8 @@ class DirDeleter:
                         _, _, path = heapq.heappop(self._heap)
                         self._running += 1
                         break
-                    self._changed.wait(due)
+                    # a delay may be up to Kafka's long maximum: wake at least hourly
+                    self._changed.wait(min(due, 3600.0))
             try:
                 delete_replica_dir(path)
             except OSError as exc:
