@@ -68,6 +68,31 @@ class LogDirOfflineError(LogDirError):
 DISK_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENXIO,
                          errno.ENODEV})
 
+#: errnos of the device or the file system, not of one file: they take the whole dir offline.
+#: Any other ``OSError`` about one partition's file (EISDIR, ENOTDIR, ELOOP, EACCES, ENOENT,
+#: ...) takes only that partition offline (:func:`is_partition_file_error`).
+DEVICE_ERRNOS = frozenset(e for e in (errno.EIO, errno.EROFS, errno.ENODEV, errno.ENXIO,
+                                      errno.ESTALE, getattr(errno, "EUCLEAN", None))
+                          if e is not None)
+
+
+def is_partition_file_error(exc: OSError, log_dir: Path) -> bool:
+    """True when ``exc`` is about one file of a partition, not about ``log_dir`` or its
+    device: it has an errno and not a device's (:data:`DEVICE_ERRNOS`), it does not name the log
+    dir itself, and the log dir can still be listed. Never raises."""
+    if exc.errno is None or exc.errno in DEVICE_ERRNOS:  # unknown: the dir, as before
+        return False
+    filename = getattr(exc, "filename", None)
+    if filename is not None and os.path.normpath(os.fspath(filename)) == os.path.normpath(
+            log_dir):
+        return False
+    try:
+        os.listdir(log_dir)
+    except OSError:
+        return False
+    return True
+
+
 #: errno -> the resource that ran out: never a disk failure (see the module doc)
 RESOURCE_ERRNOS: dict[int, str] = {
     errno.EMFILE: "file descriptors of the process (raise `ulimit -n` or lower "
@@ -192,6 +217,13 @@ class LogDirFailureHandler:
                                  self.manager.log_dirs) or log_dir
             if failed is None:
                 raise
+            if partition is not None and is_partition_file_error(exc, failed):
+                # one partition's file (a link, a directory, an unreadable file): that
+                # partition goes offline, its dir serves the others
+                problem = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+                self.manager.take_partition_offline(partition, failed, problem)
+                raise LogDirOfflineError(f"{partition} is offline: {problem}",
+                                         path=str(failed), partition=partition) from exc
             self.fail(failed, exc)
             raise LogDirOfflineError(
                 f"log dir {failed} failed ({exc.strerror or exc}); it is offline now",
@@ -241,5 +273,6 @@ class LogDirFailureHandler:
         return True
 
 
-__all__ = ["DISK_ERRNOS", "RESOURCE_ERRNOS", "LogDirFailureHandler", "LogDirOfflineError",
-           "ResourceExhaustedError", "dir_of_path", "is_resource_exhaustion", "resource_error"]
+__all__ = ["DEVICE_ERRNOS", "DISK_ERRNOS", "RESOURCE_ERRNOS", "LogDirFailureHandler",
+           "LogDirOfflineError", "ResourceExhaustedError", "dir_of_path",
+           "is_partition_file_error", "is_resource_exhaustion", "resource_error"]

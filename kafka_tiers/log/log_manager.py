@@ -53,7 +53,6 @@ JBOD (document 000, KIP-113; see ``docs/jbod.md``):
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import logging
 import os
@@ -103,6 +102,7 @@ from kafka_tiers.log.log import AppendInfo, FetchData, Log, RollCallback
 from kafka_tiers.log.log_dir_failure import (
     LogDirFailureHandler,
     LogDirOfflineError,
+    is_partition_file_error,
     is_resource_exhaustion,
     resource_error,
 )
@@ -596,7 +596,7 @@ class LogManager:
                     sanity_check_all=self.sanity_check_all, on_roll=self.on_roll,
                     time_fn=self._time, segment_list=segment_lists.get(tp))
             except OSError as exc:
-                if exc.errno in DEVICE_ERRNOS or not os.path.isdir(log_dir):
+                if not is_partition_file_error(exc, log_dir):
                     raise  # the device or the dir itself failed: the dir goes offline
                 return tp, path, _load_problem(path, exc)  # one file: this partition only
             except Exception as exc:  # this partition's files: it alone goes offline
@@ -1004,6 +1004,26 @@ class LogManager:
             raise LogDirError(f"{log_dir} is not a log dir of this broker", path=str(log_dir))
         return self.failure.fail(d, error)
 
+    def take_partition_offline(self, tp: TopicPartition, log_dir: Path, problem: str) -> None:
+        """One file of ``tp`` failed (not its dir nor its device): ``tp`` alone goes offline
+        (its log closed, calls raise :class:`LogDirOfflineError` naming ``problem``, never
+        created anew), with one ERROR line; the dir keeps serving the others. Idempotent;
+        never raises."""
+        with self._lock:
+            if self._log_dir_of.get(tp) not in (None, log_dir) or tp in self._load_failures:
+                return
+            log = self._logs.pop(tp, None)
+            self._log_dir_of.pop(tp, None)
+            self._offline_partitions[tp] = log_dir
+            self._load_failures[tp] = problem
+        logger.error("partition %s is offline: %s (log dir %s; the other partitions serve; "
+                     "fix or remove that file, then restart)", tp, problem, log_dir)
+        if log is not None:
+            with contextlib.suppress(Exception):
+                log.close()
+        with contextlib.suppress(Exception):
+            self._dir_state_changed()
+
     def _take_dir_offline(self, log_dir: Path) -> list[TopicPartition]:
         """For the failure handler: remove the dir's replicas from service; their logs are
         closed outside the manager's lock, errors ignored (the disk is failing)."""
@@ -1248,14 +1268,6 @@ class LogManager:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
-
-
-#: errnos of the device or file system, not of one file: they take the whole dir offline (any
-#: other ``OSError`` of a partition's file - EISDIR, ENOTDIR, ELOOP, EACCES, ENOENT, ... -
-#: takes that partition offline only)
-DEVICE_ERRNOS = frozenset(e for e in (errno.EIO, errno.EROFS, errno.ENODEV, errno.ENXIO,
-                                      errno.ESTALE, getattr(errno, "EUCLEAN", None))
-                          if e is not None)
 
 
 def _is_link(path: Path) -> bool:

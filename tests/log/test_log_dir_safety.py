@@ -23,6 +23,7 @@ from kafka_tiers.log.dir_ownership import (
     classify_entry,
 )
 from kafka_tiers.log.errors import LogDirError
+from kafka_tiers.log.handles import HANDLES
 from kafka_tiers.log.log_dir_failure import LogDirOfflineError
 from kafka_tiers.log.log_manager import LogManager
 
@@ -313,3 +314,29 @@ def test_an_offline_reassign_loads_only_the_replicas_it_moves(tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert (dest / "t-0").is_dir()
     assert (notes / SEGMENT).read_bytes() == junk
+
+
+def test_a_partition_file_error_while_serving_takes_only_that_partition_offline(
+        tmp_path: Path) -> None:
+    """An inactive segment (opened lazily) replaced by a link while the broker runs: the read
+    fails with ELOOP, that partition goes offline, its dir keeps serving the others."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    where = populate([a, b], records=200)
+    bad = TopicPartition("t", 1)
+    with LogManager([a, b], CONFIG, meta_properties=ME) as m:
+        part = where[bad] / "t-1"
+        first = sorted(p for p in part.iterdir() if p.suffix == ".log")[0]
+        outside = tmp_path / "outside.txt"
+        outside.write_bytes(USER_DATA)
+        first.unlink()
+        os.symlink(outside, first)
+        HANDLES.release_all()  # inactive segments hold no descriptor: reopened on the read
+        with pytest.raises(LogDirOfflineError, match="t-1 is offline"):
+            m.read(bad, 0, 1 << 20)
+        assert m.offline_dirs == {}
+        assert bad in m.offline_partitions and bad not in m.logs
+        for tp in set(where) - {bad}:
+            assert len(read_all(m.get_log(tp))) == 200
+        with pytest.raises(LogDirOfflineError):
+            m.get_or_create_log(bad)
+    assert outside.read_bytes() == USER_DATA
