@@ -563,6 +563,9 @@ class LogManager:
                 self._schedule_delete(Path(entry.path), report)  # rule 4
                 continue
             if kind == FUTURE:
+                if self._assigned is not None and parsed.partition not in self._assigned:
+                    unassigned.append((parsed.partition, Path(entry.path)))
+                    continue
                 if futures is not None:  # rules 1-3, once every dir is loaded
                     futures.append((parsed.partition, Path(entry.path), log_dir))
                 continue
@@ -649,7 +652,8 @@ class LogManager:
                 "loaded (add the topic to this broker, or move the directory out of %s)",
                 path, tp, log_dir)
             return
-        doomed = child_path(log_dir, f"{path.name}.{uuid.uuid4().hex}-delete")
+        name = partition_dir_name(tp)  # a -future dir's too: <topic>-<partition>.<uuid>-delete
+        doomed = child_path(log_dir, f"{name}.{uuid.uuid4().hex}-delete")
         os.replace(path, doomed)
         fsync_dir(log_dir)
         self.deleter.schedule(doomed)

@@ -158,6 +158,7 @@ def test_an_unassigned_replica_is_renamed_for_delete_with_its_content_untouched(
     d = tmp_path / "d"
     populate([d], partitions=2)
     _user_replica(d)
+    _user_replica(d, "baz-0." + "a" * 32 + "-future")  # a move's future: never promoted
     crash_marker_away(d)  # a recovery start: would truncate what it loads
     assigned = {TopicPartition("t", 0), TopicPartition("t", 1)}
     m = LogManager([d], CONFIG, meta_properties=ME, file_delete_delay_ms=60_000)
@@ -166,9 +167,12 @@ def test_an_unassigned_replica_is_renamed_for_delete_with_its_content_untouched(
     try:
         assert set(m.logs) == assigned
         assert not (d / "bar-0").exists()
-        [doomed] = report.unassigned_deleted
-        assert Path(doomed).name.startswith("bar-0.") and doomed.endswith("-delete")
-        assert (Path(doomed) / SEGMENT).read_bytes() == USER_DATA  # renaming back restores
+        assert not (d / "baz-0").exists()
+        assert len(report.unassigned_deleted) == 2
+        for doomed in report.unassigned_deleted:
+            assert Path(doomed).name.startswith(("bar-0.", "baz-0."))
+            assert doomed.endswith("-delete")
+            assert (Path(doomed) / SEGMENT).read_bytes() == USER_DATA  # renaming back restores
         assert any("bar-0" in r.getMessage() for r in caplog.records
                    if r.levelno == logging.WARNING)
     finally:
