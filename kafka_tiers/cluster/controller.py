@@ -37,7 +37,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -551,11 +551,15 @@ class Controller:
     def _send_leader_and_isr(self, states: Mapping[TopicPartition, PartitionState],
                              to: Iterable[int] | None = None,
                              log_dirs: Mapping[tuple[TopicPartition, int], str] | None = None,
-                             failures: dict[tuple[TopicPartition, int], str] | None = None
+                             failures: dict[tuple[TopicPartition, int], str] | None = None,
+                             new_replicas: Collection[tuple[TopicPartition, int]] = ()
                              ) -> dict[int, bool]:
         """Send LeaderAndIsr for ``states`` to their live replicas; returns which brokers
         answered. ``failures`` (when given) receives ``(partition, broker) -> reason`` for
         every replica a broker did not apply (its answer's per-partition error, or no answer).
+        ``new_replicas``: the ``(partition, broker)`` replicas being created now (a new topic's,
+        a reassignment's added ones): their entries carry ``is_new`` (Kafka's ``isNew``); a
+        broker never creates a replica that is not new while one of its log dirs is offline.
         """
         per: dict[int, list[dict[str, Any]]] = {b: [] for b in self.live}
         only = set(to) if to is not None else None
@@ -568,6 +572,8 @@ class Controller:
                         entry = self._entry(tp, st, log_dirs.get((tp, b)))
                     else:
                         entry = shared = shared or self._entry(tp, st)
+                    if (tp, b) in new_replicas:
+                        entry = {**entry, "is_new": True}
                     per[b].append(entry)
         sent = {b: e for b, e in per.items() if e}
         answers: dict[int, Mapping[str, Any]] | None = {} if failures is not None else None
@@ -733,7 +739,8 @@ class Controller:
             new_states[tp] = states[tp.partition]
         self._commit_states(new_states)
         failures: dict[tuple[TopicPartition, int], str] = {}
-        self._send_leader_and_isr(new_states, failures=failures)
+        self._send_leader_and_isr(new_states, failures=failures,
+                                  new_replicas={(tp, b) for tp, r in plan.items() for b in r})
         self.core.topic_created(topic, {tp: r for tp, r in plan.items()})
         self._refuse_uncreated(topic, plan, failures)
         return {tp.partition: list(r) for tp, r in plan.items()}
@@ -948,7 +955,8 @@ class Controller:
             union = tuple(target) + tuple(b for b in ar if b not in target)
             self._set_assignment(tp, union)
             st = self.states[tp]
-            self._send_leader_and_isr({tp: st}, log_dirs=log_dirs)
+            self._send_leader_and_isr({tp: st}, log_dirs=log_dirs,
+                                      new_replicas={(tp, b) for b in target if b not in ar})
             self.reassigning[tp] = {"target": target, "old": ar, "started": time.monotonic()}
             log.info("controller %s: reassigning %s from %s to %s", self.broker_id, tp,
                      list(ar), list(target))
