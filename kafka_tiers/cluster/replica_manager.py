@@ -23,7 +23,6 @@ Consumers
 
 from __future__ import annotations
 
-import concurrent.futures
 import enum
 import logging
 import threading
@@ -469,17 +468,14 @@ class ReplicaManager:
             return out
 
         try:
-            # a role change is a few assignments in memory (the new epoch's checkpoint entry
-            # is written before the first append in it, see produce): one pass here. Only
-            # replicas that must be created (files, fsyncs) are worth running several at once.
-            creating = sum(1 for e in entries
-                           if TopicPartition(e["topic"], int(e["partition"]))
-                           not in self.partitions)
-            if creating < 32:
-                return {"partitions": [one(e) for e in entries]}
-            with concurrent.futures.ThreadPoolExecutor(
-                    max_workers=8, thread_name_prefix=f"leader-and-isr-{self.broker_id}") as pool:
-                return {"partitions": list(pool.map(one, entries))}
+            # One pass on this thread. A role change is a few assignments in memory (the new
+            # epoch's checkpoint entry is written before the first append in it, see
+            # produce); a replica to create is Python work plus files whose directory entries
+            # are made durable by one fsync per log dir when the batch ends (before the
+            # answer), not one per replica: threads would only contend for the interpreter.
+            with self.log_manager.batched_creation():
+                answers = [one(e) for e in entries]
+            return {"partitions": answers}
         finally:
             self._finish_roles(batch)
 
