@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from kafka_tiers.log.errors import CorruptIndexError, LogClosedError
 from kafka_tiers.log.handles import HANDLES
+from kafka_tiers.log.names import LazyFilePath
 
 
 class OffsetPosition(NamedTuple):
@@ -49,25 +50,12 @@ class TimestampOffset(NamedTuple):
 SMALL_INDEX_BYTES = 1024
 
 
-class _Index:
+class _Index(LazyFilePath):
     """Common machinery: lazy open, mmap, binary search, truncation, trimming."""
 
     ENTRY: struct.Struct
     KIND = "index"
 
-    _file: str  # the path as a string, for the os calls
-    _path: Path | None  # built on first use of ``path``
-
-    @property
-    def path(self) -> Path:
-        """The file (a :class:`~pathlib.Path`, built on first use: start-up builds none)."""
-        if self._path is None:
-            self._path = Path(self._file)
-        return self._path
-
-    def _set_path(self, value: str | os.PathLike[str]) -> None:
-        self._file = os.fspath(value)
-        self._path = value if isinstance(value, Path) else None
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int, *,
                  max_index_size: int = 10 * 1024 * 1024, writable: bool = False) -> None:

@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from kafka_tiers.log.checkpoints import open_nofollow
+from kafka_tiers.log.checkpoints import open_nofollow, read_file_nofollow
 from kafka_tiers.log.errors import CorruptIndexError
+from kafka_tiers.log.names import LazyFilePath
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -25,16 +26,9 @@ def _read(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist (one open, closed at once: the
     index holds no descriptor between calls)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        return read_file_nofollow(path)
     except FileNotFoundError:
         return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 class AbortedTxn(NamedTuple):
@@ -51,22 +45,9 @@ class AbortedTxn(NamedTuple):
                            self.last_stable_offset)
 
 
-class TransactionIndex:
+class TransactionIndex(LazyFilePath):
     """The aborted transactions of one segment, appended in ``last_offset`` order."""
 
-    _file: str  # the path as a string, for the os calls
-    _path: Path | None  # built on first use of ``path``
-
-    @property
-    def path(self) -> Path:
-        """The file (a :class:`~pathlib.Path`, built on first use: start-up builds none)."""
-        if self._path is None:
-            self._path = Path(self._file)
-        return self._path
-
-    def _set_path(self, value: str | os.PathLike[str]) -> None:
-        self._file = os.fspath(value)
-        self._path = value if isinstance(value, Path) else None
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int) -> None:
         self._set_path(path)  # kept as a string; a Path is built only when asked for
