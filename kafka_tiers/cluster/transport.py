@@ -290,11 +290,20 @@ def decode_request(frame: bytes) -> Request:
         FrameError: the frame is shorter than the header, its body size is out of range, or
             its body is not a UTF-8 JSON object.
     """
-    if len(frame) < _REQ.size:
-        raise FrameError(f"a {len(frame)}-byte frame is shorter than the {_REQ.size}-byte "
-                         "request header")
-    api_key, version, corr, n = _REQ.unpack_from(frame)
-    start = _REQ.size
+    api_key, version, corr, n = _unpack_header(frame, _REQ, "request")
+    body, payload = _body_and_payload(frame, _REQ.size, n)
+    return Request(api_key, version, body, payload, corr)
+
+
+def _unpack_header(frame: bytes, header: struct.Struct, what: str) -> tuple[Any, ...]:
+    if len(frame) < header.size:
+        raise FrameError(f"a {len(frame)}-byte frame is shorter than the {header.size}-byte "
+                         f"{what} header")
+    return header.unpack_from(frame)
+
+
+def _body_and_payload(frame: bytes, start: int, n: int) -> tuple[dict[str, Any], bytes]:
+    """The JSON object of ``n`` bytes at ``start`` and the raw payload after it."""
     if n < 0 or start + n > len(frame):
         raise FrameError(f"body size {n} does not fit the {len(frame)}-byte frame")
     try:
@@ -303,7 +312,7 @@ def decode_request(frame: bytes) -> Request:
         raise FrameError(f"the body is not JSON: {str(exc)[:200]}") from None
     if not isinstance(body, dict):
         raise FrameError(f"the body is a JSON {type(body).__name__}, not an object")
-    return Request(api_key, version, body, bytes(frame[start + n:]), corr)
+    return body, bytes(frame[start + n:])
 
 
 def encode_response(corr: int, resp: Response) -> bytes:
@@ -320,24 +329,13 @@ def decode_response(frame: bytes) -> tuple[int, Response]:
             body is not a JSON object (a server that is not a kafka-tiers broker, or a
             damaged connection).
     """
-    if len(frame) < _RESP.size:
-        raise FrameError(f"a {len(frame)}-byte frame is shorter than the {_RESP.size}-byte "
-                         "response header")
-    corr, code, n = _RESP.unpack_from(frame)
-    start = _RESP.size
-    if n < 0 or start + n > len(frame):
-        raise FrameError(f"body size {n} does not fit the {len(frame)}-byte frame")
-    try:
-        body = json.loads(frame[start:start + n]) if n else {}
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise FrameError(f"the body is not JSON: {str(exc)[:200]}") from None
-    if not isinstance(body, dict):
-        raise FrameError(f"the body is a JSON {type(body).__name__}, not an object")
+    corr, code, n = _unpack_header(frame, _RESP, "response")
+    body, payload = _body_and_payload(frame, _RESP.size, n)
     try:
         err = ErrorCode(code)
     except ValueError:
         err = ErrorCode.UNKNOWN
-    return corr, Response(body, bytes(frame[start + n:]), err)
+    return corr, Response(body, payload, err)
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
