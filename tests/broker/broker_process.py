@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from tests.cluster.processes import watch_stdout
 from tests.servers.base import free_port
 
 #: the repository root: the processes run there so ``tests.*`` plugin classes import.
@@ -56,16 +56,8 @@ class BrokerProcess:
              str(self.config), *args], stdout=subprocess.PIPE, stderr=err, cwd=str(ROOT),
             start_new_session=True)
         err.close()
-        ready = threading.Event()
         proc = self.proc
-
-        def watch() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if b"ready on" in line:
-                    ready.set()
-
-        threading.Thread(target=watch, daemon=True).start()
+        ready = watch_stdout(proc, "ready on")
         deadline = time.monotonic() + timeout
         while not ready.wait(0.05):
             if proc.poll() is not None or time.monotonic() > deadline:

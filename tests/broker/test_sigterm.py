@@ -69,9 +69,9 @@ def test_cluster_start_also_ends_within_the_timeout_when_a_broker_is_stuck(
         tmp_path: Path) -> None:
     import subprocess
     import sys
-    import threading
 
     from tests.broker.broker_process import ROOT
+    from tests.cluster.processes import watch_stdout
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "1",
@@ -82,16 +82,7 @@ def test_cluster_start_also_ends_within_the_timeout_when_a_broker_is_stuck(
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(ROOT),
         start_new_session=True)
     lines: list[str] = []
-    running = threading.Event()
-
-    def watch() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            lines.append(raw.decode(errors="replace"))
-            if "running; bootstrap" in lines[-1]:
-                running.set()
-
-    threading.Thread(target=watch, daemon=True).start()
+    running = watch_stdout(proc, "running; bootstrap", lines)
     try:
         assert running.wait(60), "".join(lines)
         sent = time.monotonic()

@@ -16,6 +16,26 @@ from pathlib import Path
 from tests.servers.base import free_port
 
 
+def watch_stdout(proc: subprocess.Popen[bytes], marker: str,
+                 lines: list[str] | None = None) -> threading.Event:
+    """An event set once ``proc`` prints a line containing ``marker`` on its stdout (a pipe).
+    A daemon thread reads every line to the end, so the pipe never fills; each line is also
+    appended, decoded, to ``lines`` when given."""
+    seen = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            if lines is not None:
+                lines.append(line)
+            if marker in line:
+                seen.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return seen
+
+
 class BrokerProcess:
     """One broker process with its own server.properties."""
 
@@ -48,16 +68,8 @@ class BrokerProcess:
             stdout=subprocess.PIPE, stderr=out, start_new_session=True,
             cwd=str(Path(__file__).resolve().parents[2]))
         out.close()
-        ready = threading.Event()
         proc = self.proc
-
-        def watch() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if b"ready on" in line:
-                    ready.set()
-
-        threading.Thread(target=watch, daemon=True).start()
+        ready = watch_stdout(proc, "ready on")
         deadline = time.monotonic() + timeout
         while not ready.wait(0.1):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -117,16 +129,7 @@ def cluster_start(directory: Path, *, racks: str = "/dc1/r1,/dc1/r2,/dc2/r1",
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         cwd=str(Path(__file__).resolve().parents[2]))
     lines: list[str] = []
-    running = threading.Event()
-
-    def watch() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            lines.append(raw.decode(errors="replace"))
-            if "running; bootstrap" in lines[-1]:
-                running.set()
-
-    threading.Thread(target=watch, daemon=True).start()
+    running = watch_stdout(proc, "running; bootstrap", lines)
     try:
         assert running.wait(timeout), "".join(lines)
         yield lines
