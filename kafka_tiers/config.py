@@ -207,6 +207,7 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
 SECTIONS: tuple[str, ...] = ("kafka_tiers.config:CORE_KEYS", "kafka_tiers.log.config:LOG_KEYS",
                              "kafka_tiers.remote.config:REMOTE_KEYS",
                              "kafka_tiers.cluster.config:CLUSTER_KEYS",
+                             "kafka_tiers.kafka.config:KAFKA_LISTENER_KEYS",
                              "kafka_tiers.placement.limits:LIMIT_KEYS")
 
 
@@ -223,13 +224,15 @@ DISTINCT_DIRS: frozenset[str] = frozenset({"log.dirs"})
 
 
 def _listeners_and_port(values: Mapping[str, Any], given: set[str]) -> tuple[str, str] | None:
-    listeners = values.get("listeners")
-    if not listeners or "port" not in given:
+    """The internal transport's ``port`` must not be one of the Kafka ``listeners``' ports."""
+    listeners, port = values.get("listeners"), values.get("port")
+    if not listeners or "port" not in given or not port:
         return None
-    first = str(listeners).split(",")[0].rpartition(":")[2]
-    if first != str(values.get("port")):
-        return "listeners", (f"listeners ({listeners}) and port ({values.get('port')}) name "
-                             "different ports; give listeners only")
+    ports = {item.strip().rpartition(":")[2] for item in str(listeners).split(",")}
+    if str(port) in ports:
+        return "port", (f"port ({port}) is the brokers' internal transport and cannot be a "
+                        f"Kafka listener's port too (listeners={listeners}); give another "
+                        "port, or 0 for any free one")
     return None
 
 

@@ -85,6 +85,8 @@ from kafka_tiers.cluster.member import ClusterMember
 from kafka_tiers.cluster.replica_manager import ReplicaRole
 from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
+from kafka_tiers.kafka.listeners_config import listener_specs
+from kafka_tiers.kafka.server import KafkaServer
 from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafka_tiers.log.handles import OpenFilesCollector
 from kafka_tiers.log.log import Log
@@ -232,6 +234,8 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.rlm: RemoteLogManager | None = None
         self.member: ClusterMember | None = None
+        #: the Kafka-protocol server (``listeners``), or None when none is configured
+        self.kafka_server: KafkaServer | None = None
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._partitions: dict[TopicPartition, _Partition] = {}
@@ -356,6 +360,13 @@ class Broker:
                                       for p in range(info.partitions)})
         if self.remote_enabled:
             self._start_remote()
+        if listener_specs(self.config):
+            # bound now (its ports are registered), serving once the broker is up
+            self.kafka_server = KafkaServer(self)
+            endpoints = self.kafka_server.bind()
+            if self.member is not None:
+                self.member.kafka_endpoints = tuple((n, h, p) for n, (h, p)
+                                                    in endpoints.items())
         if self.member is not None:
             self.member.join(register_timeout)
         else:
@@ -372,6 +383,8 @@ class Broker:
             self.log_manager.start_scheduler()
             if self.rlm is not None:
                 self.rlm.start()
+        if self.kafka_server is not None:
+            self.kafka_server.serve()
 
     def _start_remote(self) -> None:
         """The one place the remote tier is composed: the storage plugin behind its guard
@@ -511,6 +524,9 @@ class Broker:
 
     def _stop_all(self) -> None:
         self._started = False
+        server, self.kafka_server = self.kafka_server, None
+        if server is not None:  # clients first: nothing new reaches the parts that stop
+            server.stop()
         if self.member is not None:
             self.member.stop()
         if self.rlm is not None:
@@ -546,6 +562,12 @@ class Broker:
             raise BrokerError("a standalone broker is no cluster member (start it with "
                               "cluster=True)")
         return self.member
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of the Kafka listeners ("" when none is configured)."""
+        server = self.kafka_server
+        return server.bootstrap() if server is not None else ""
 
     @property
     def address(self) -> str:

@@ -13,15 +13,6 @@ from kafka_tiers.config import Bool, Choice, ConfigKey, Int, String
 FETCH_MAX_BYTES = 57671680
 
 
-def _listeners(value: str) -> str | None:
-    for item in value.split(","):
-        _, _, rest = item.strip().partition("://")
-        host, _, port = rest.rpartition(":")
-        if host not in ("127.0.0.1", "localhost", "") or not port.isdigit():
-            return "PLAINTEXT://127.0.0.1:<port> (kafka-tiers listens on 127.0.0.1 only)"
-    return None
-
-
 CLUSTER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("metadata.store", Choice("embedded", "zookeeper"), "embedded",
               "Where cluster metadata lives: embedded (one process, a local file) or "
@@ -32,10 +23,10 @@ CLUSTER_KEYS: tuple[ConfigKey, ...] = (
               "ZooKeeper connect string, e.g. 127.0.0.1:2181 or 127.0.0.1:2181/chroot."),
     ConfigKey("zookeeper.session.timeout.ms", Int(min=50, bits=32), 18000,
               "Session timeout: a broker silent this long is dead (ephemeral nodes go)."),
-    ConfigKey("listeners", String(), None,
-              "PLAINTEXT://127.0.0.1:<port>; overrides port.", check=_listeners),
-    ConfigKey("port", Int(min=0, max=65535), 9092,
-              "The broker's port on 127.0.0.1 (0: any free port)."),
+    ConfigKey("port", Int(min=0, max=65535), 0,
+              "The port of the brokers' internal transport (replication and controller "
+              "requests) on 127.0.0.1; 0: any free port, registered in the metadata store. "
+              "Kafka clients use listeners."),
     ConfigKey("replica.lag.time.max.ms", Int(min=1), 30000,
               "A follower not caught up for this long leaves the ISR."),
     ConfigKey("replica.fetch.wait.max.ms", Int(min=0, bits=32), 500,

@@ -77,10 +77,7 @@ INPROC_HOST = "inproc"
 
 
 def listen_port(config: Mapping[str, Any]) -> int:
-    """The port from ``listeners`` (first entry) or ``port``."""
-    listeners = config["listeners"]
-    if listeners:
-        return int(listeners.split(",")[0].rpartition(":")[2])
+    """The internal transport's port (``port``; 0: any free port)."""
     return int(config["port"])
 
 
@@ -129,6 +126,9 @@ class ClusterMember:
         self._stopping = False
         #: the cluster's id, known once :meth:`open_session` returned
         self.cluster_id: str | None = None
+        #: the Kafka listeners registered for clients, ``(name, host, port)`` each (set by
+        #: the broker before :meth:`join`)
+        self.kafka_endpoints: tuple[tuple[str, str, int], ...] = ()
 
     # ------------------------------------------------------------------ lifecycle
     def open_session(self) -> None:
@@ -214,7 +214,7 @@ class ClusterMember:
     def _registration(self) -> BrokerRegistration:
         host, _, port = self.address.rpartition(":")
         return BrokerRegistration(self.broker_id, host, int(port), self.rack,
-                                  uuid.uuid4().hex)
+                                  uuid.uuid4().hex, self.kafka_endpoints)
 
     def _register(self, timeout: float) -> None:
         assert self.metadata is not None

@@ -307,11 +307,21 @@ class BrokerRegistration:
     port: int
     rack: str | None = None
     incarnation: str = ""
+    #: the Kafka-protocol listeners clients are told of: ``(name, host, port)`` each
+    endpoints: tuple[tuple[str, str, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The registration node's data."""
         return {"host": self.host, "port": self.port, "rack": self.rack,
-                "incarnation": self.incarnation}
+                "incarnation": self.incarnation,
+                "endpoints": [{"name": n, "host": h, "port": p} for n, h, p in self.endpoints]}
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """The advertised ``(host, port)`` of a Kafka listener name, or None."""
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return None
 
 
 @dataclass(frozen=True)
@@ -412,9 +422,12 @@ class ClusterMetadata:
             if got is None or not isinstance(got[0], dict):
                 continue
             data = got[0]
+            endpoints = tuple((str(e["name"]), str(e["host"]), int(e["port"]))
+                              for e in data.get("endpoints") or ()
+                              if isinstance(e, dict) and {"name", "host", "port"} <= set(e))
             out[int(name)] = BrokerRegistration(int(name), str(data["host"]),
                                                 int(data["port"]), data.get("rack"),
-                                                str(data.get("incarnation", "")))
+                                                str(data.get("incarnation", "")), endpoints)
         return out
 
     # controller

@@ -1,0 +1,15 @@
+"""The Kafka protocol listener: real Kafka clients (librdkafka, kafka-python, aiokafka, kcat)
+produce to, consume from and administer a kafka-tiers broker or cluster unchanged.
+
+- :mod:`.listeners_config`: ``listeners`` / ``advertised.listeners`` parsed (Kafka's syntax).
+- :mod:`.codec`: request and response frames through kafka-python's schema-generated message
+  classes (Kafka's own JSON schemas), never hand-written structs.
+- :mod:`.registry`: which API keys and versions are served, and by which handler; the
+  ``ApiVersions`` answer is built from it, so what is advertised is exactly what is served.
+- :mod:`.context`: what a handler is given (the broker, the request header, the server's
+  shared components).
+- :mod:`.server`: the sockets: frames bounded by ``socket.request.max.bytes``, one request at
+  a time per connection in order (as Kafka mutes a channel while it has a request in flight),
+  responses written as bytes or sent from segment files with ``os.sendfile``.
+- :mod:`.apis`: one module per API family, each registering its handlers.
+"""

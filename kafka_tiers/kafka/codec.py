@@ -1,0 +1,122 @@
+"""Kafka request and response frames, through kafka-python's message classes (generated from
+Kafka's own JSON message schemas; ``decode`` and ``encode`` serve both sides).
+
+Request frame: ``int32 size | header | body``. The header is v1 (``api_key, api_version,
+correlation_id, client_id``) for non-flexible versions and v2 (v1 plus tagged fields) for
+flexible ones. A response is ``int32 size | correlation_id [| tagged fields] | body``; the
+``ApiVersions`` response header is never flexible (Kafka's rule: a client that does not know
+our versions yet must be able to read it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.protocol as _kp
+from kafka.protocol.api_message import ApiMessage
+
+API_VERSIONS_KEY = 18
+_HEAD = struct.Struct(">hhi")
+
+
+class FrameError(ValueError):
+    """A request frame that cannot be read: the connection is closed (Kafka does the same)."""
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    """The fields of a request header."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def _message_classes() -> tuple[dict[int, type[ApiMessage]], dict[int, type[ApiMessage]]]:
+    requests: dict[int, type[ApiMessage]] = {}
+    responses: dict[int, type[ApiMessage]] = {}
+    for info in pkgutil.walk_packages(_kp.__path__, _kp.__name__ + "."):
+        if ".old" in info.name or info.name.endswith(("generate_stubs", "parser")):
+            continue
+        try:
+            mod = importlib.import_module(info.name)
+        except Exception:
+            continue
+        for value in vars(mod).values():
+            if (isinstance(value, type) and issubclass(value, ApiMessage)
+                    and value is not ApiMessage and getattr(value, "_json", None)
+                    and getattr(value, "_class_version", None) is None):
+                key = value.json.get("apiKey")
+                if key is None:
+                    continue
+                (requests if value.type == "request" else responses).setdefault(key, value)
+    return requests, responses
+
+
+REQUESTS, RESPONSES = _message_classes()
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)`` of a request frame body (after the size).
+
+    Raises:
+        FrameError: fewer than 8 bytes.
+    """
+    if len(frame) < 8:
+        raise FrameError(f"a request of {len(frame)} bytes has no header")
+    key, version, corr = _HEAD.unpack_from(frame, 0)
+    return key, version, corr
+
+
+def decode_request(frame: bytes | memoryview, api_key: int, api_version: int
+                   ) -> tuple[RequestHeader, Any]:
+    """Decode a whole request (header and body) of a supported key and version.
+
+    Raises:
+        FrameError: the bytes do not decode as that request.
+    """
+    cls = REQUESTS[api_key]
+    try:
+        msg = cls.decode(bytes(frame), version=api_version, header=True)
+    except Exception as exc:
+        raise FrameError(f"{cls.__name__} v{api_version} does not decode: "
+                         f"{type(exc).__name__}: {exc}") from None
+    hdr = msg.header
+    return RequestHeader(api_key, api_version, hdr.correlation_id,
+                         getattr(hdr, "client_id", None)), msg
+
+
+def response_class(api_key: int, api_version: int) -> Any:
+    """The response message class of an API at a version (``cls(...)`` builds a response)."""
+    return RESPONSES[api_key][api_version]
+
+
+def flexible(api_key: int, api_version: int) -> bool:
+    """Whether a version of an API uses the flexible (compact, tagged) encoding."""
+    return bool(RESPONSES[api_key].flexible_version_q(api_version))
+
+
+def response_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
+    """The response header bytes: v0 (``correlation_id``), or v1 (plus an empty tagged-field
+    section) for flexible versions except ``ApiVersions``."""
+    head = struct.pack(">i", correlation_id)
+    if api_key != API_VERSIONS_KEY and flexible(api_key, api_version):
+        head += b"\x00"
+    return head
+
+
+def encode_response(response: Any, api_key: int, api_version: int, correlation_id: int
+                    ) -> bytes:
+    """Header and body of a response (without the size prefix)."""
+    body = bytes(response.encode(version=api_version))
+    return response_header(api_key, api_version, correlation_id) + body
+
+
+__all__ = ["API_VERSIONS_KEY", "REQUESTS", "RESPONSES", "FrameError", "RequestHeader",
+           "decode_request", "encode_response", "flexible", "peek_header", "response_class",
+           "response_header"]

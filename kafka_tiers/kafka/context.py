@@ -1,0 +1,123 @@
+"""What a Kafka API handler is given, and what it may answer.
+
+A handler is ``fn(ctx: RequestContext, request) -> reply`` where ``request`` is the decoded
+kafka-python message and ``reply`` is one of:
+
+- a response message (an instance of ``codec.response_class(key, version)``): the server
+  encodes it at the request's version with the right header;
+- a :class:`RawBody`: body bytes and :class:`FileRegion` parts the handler encoded itself
+  (Fetch: segment bytes go out with ``os.sendfile``);
+- :data:`NO_RESPONSE`: nothing is sent (Produce with ``acks=0``).
+
+A handler answers every error it can name with Kafka's error code in its response. An
+exception escaping it is logged once with the API name and the connection is closed (the
+client reconnects), as Kafka does for a request it cannot process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kafka_tiers.kafka.codec import RequestHeader, response_class
+
+if TYPE_CHECKING:
+    from kafka_tiers.broker.broker import Broker
+    from kafka_tiers.kafka.server import KafkaServer
+
+T = TypeVar("T")
+
+
+@dataclass
+class FileRegion:
+    """``count`` bytes of an open file from ``offset``, sent with ``os.sendfile`` where the
+    socket allows. The server closes ``fd`` once sent (or on failure): the handler hands over
+    a descriptor of its own (e.g. ``os.open(path, O_RDONLY | O_NOFOLLOW)`` or ``os.dup``), so
+    a segment closed or deleted meanwhile still reads the bytes checked for the response."""
+
+    fd: int
+    offset: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+@dataclass
+class RawBody:
+    """A response body encoded by the handler: bytes and file regions, in order."""
+
+    parts: list[bytes | bytearray | memoryview | FileRegion] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def close(self) -> None:
+        for p in self.parts:
+            if isinstance(p, FileRegion):
+                p.close()
+
+
+class _NoResponse:
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+#: the reply of a request that gets no response (Produce with acks=0)
+NO_RESPONSE: Any = _NoResponse()
+
+
+@dataclass
+class RequestContext:
+    """One request as a handler sees it.
+
+    Attributes:
+        server: the Kafka server (its broker, config and shared components).
+        header: the request header (key, version, correlation id, client id).
+        listener: the listener name the request came in on (``PLAINTEXT``).
+        security_protocol: that listener's security protocol.
+        peer: ``host:port`` of the client.
+        principal: who sent it (``User:ANONYMOUS`` until authentication exists).
+    """
+
+    server: KafkaServer
+    header: RequestHeader
+    listener: str
+    security_protocol: str
+    peer: str
+    principal: str = "User:ANONYMOUS"
+
+    @property
+    def broker(self) -> Broker:
+        """The broker (standalone, or a cluster member: ``broker.member``)."""
+        return self.server.broker
+
+    @property
+    def config(self) -> Any:
+        """The broker's configuration."""
+        return self.server.broker.config
+
+    @property
+    def version(self) -> int:
+        """The request's API version (the response is encoded at the same one)."""
+        return self.header.api_version
+
+    def response(self, **fields: Any) -> Any:
+        """A response message of this request's API and version."""
+        return response_class(self.header.api_key, self.header.api_version)(**fields)
+
+    def component(self, key: str, factory: Callable[[KafkaServer], T]) -> T:
+        """The server's shared component ``key`` (a group coordinator, a producer id
+        manager, ...), made by ``factory(server)`` on first use; closed (``close()``) when
+        the server stops."""
+        return self.server.component(key, factory)
+
+
+__all__ = ["NO_RESPONSE", "FileRegion", "RawBody", "RequestContext"]
