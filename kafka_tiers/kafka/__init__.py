@@ -6,6 +6,9 @@ produce to, consume from and administer a kafka-tiers broker or cluster unchange
   classes (Kafka's own JSON schemas), never hand-written structs.
 - :mod:`.registry`: which API keys and versions are served, and by which handler; the
   ``ApiVersions`` answer is built from it, so what is advertised is exactly what is served.
+- :mod:`.errors`: Kafka error codes for what the broker raises.
+- :mod:`.cluster_state`: brokers, controller, topics and partitions as a handler reads them
+  (standalone or cluster member alike).
 - :mod:`.context`: what a handler is given (the broker, the request header, the server's
   shared components).
 - :mod:`.server`: the sockets: frames bounded by ``socket.request.max.bytes``, one request at
