@@ -151,6 +151,13 @@ class LocalCluster:
     def addresses(self) -> list[str]:
         return [br.address for br in self.brokers.values() if br.started]
 
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of the live brokers' Kafka listeners (give ``listeners`` in
+        ``overrides``, e.g. ``PLAINTEXT://127.0.0.1:0``; "" when none is configured)."""
+        return ",".join(b.bootstrap_servers for b in self.brokers.values()
+                        if b.started and b.bootstrap_servers)
+
     def client(self, timeout: float = 20.0) -> ClusterClient:
         """A client of this cluster (closed with the cluster)."""
         transport = LoopbackClient(self.network) if self.network is not None else None
