@@ -51,17 +51,18 @@ def _message_classes() -> tuple[dict[int, type[ApiMessage]], dict[int, type[ApiM
             if (isinstance(value, type) and issubclass(value, ApiMessage)
                     and value is not ApiMessage and getattr(value, "_json", None)
                     and getattr(value, "_class_version", None) is None):
-                key = value.json.get("apiKey")
+                msg: Any = value
+                key = msg.json.get("apiKey")
                 if key is None:
                     continue
-                (requests if value.type == "request" else responses).setdefault(key, value)
+                (requests if msg.type == "request" else responses).setdefault(key, value)
     return requests, responses
 
 
 REQUESTS, RESPONSES = _message_classes()
 
 
-def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+def peek_header(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """``(api_key, api_version, correlation_id)`` of a request frame body (after the size).
 
     Raises:
@@ -73,7 +74,7 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     return key, version, corr
 
 
-def decode_request(frame: bytes | memoryview, api_key: int, api_version: int
+def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int
                    ) -> tuple[RequestHeader, Any]:
     """Decode a whole request (header and body) of a supported key and version.
 

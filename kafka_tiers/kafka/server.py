@@ -148,7 +148,7 @@ class KafkaServer:
                     raise RuntimeError("the Kafka server is stopping")
                 comp = factory(self)
                 self._components[key] = comp
-            return comp  # type: ignore[no-any-return]
+            return comp
 
     # ------------------------------------------------------------------ connections
     def _accept_loop(self, lst: _Listener) -> None:
