@@ -1,0 +1,137 @@
+"""Shared fixtures of the Kafka-protocol tests (every part uses them).
+
+- ``make_kafka_broker(**config)`` / ``kafka_broker``: a started standalone
+  :class:`~kafka_tiers.broker.broker.Broker` with a Kafka listener on a free port
+  (``broker.bootstrap_servers``); keyword ``background`` is the Broker's.
+- ``make_kafka_cluster(brokers=3, overrides=..., **kwargs)`` / ``kafka_cluster``: a started
+  in-process :class:`~kafka_tiers.cluster.local_cluster.LocalCluster` (embedded store), every
+  broker with a Kafka listener (``cluster.bootstrap_servers``).
+- ``make_process_cluster(n=3, extra=...)`` / ``process_cluster``: broker processes on a real
+  ZooKeeper (:class:`tests.kafka.processes.KafkaProcessCluster`), each with a Kafka listener.
+- ``kafka_target``: parametrized over a standalone broker and a 3-broker in-process cluster,
+  as a :class:`tests.kafka.targets.KafkaTarget` (``bootstrap_servers``, ``create_topic``).
+
+Everything started is stopped at the end of the test. Client settings with short timeouts are
+in :mod:`tests.kafka.clients`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_tiers.broker.broker import Broker
+from kafka_tiers.cluster.local_cluster import LocalCluster
+from tests.kafka.processes import KafkaProcessCluster
+from tests.kafka.targets import LISTENER, KafkaTarget
+
+
+@pytest.fixture
+def make_kafka_broker(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
+    """``make(background=True, **config)``: a started standalone broker (ids 1, 2, ... in
+    ``tmp_path/broker-<n>``); ``config`` adds to or replaces ``broker.id``, ``log.dirs`` and
+    ``listeners``. Shut down at the end of the test."""
+    made: list[Broker] = []
+
+    def make(background: bool = True, **config: str) -> Broker:
+        n = len(made) + 1
+        cfg = {"broker.id": str(n), "log.dirs": str(tmp_path / f"broker-{n}" / "data"),
+               "listeners": LISTENER}
+        cfg.update({k: str(v) for k, v in config.items()})
+        broker = Broker(cfg, background=background)
+        made.append(broker)
+        return broker.start()
+
+    yield make
+    for b in reversed(made):
+        b.shutdown()
+
+
+@pytest.fixture
+def kafka_broker(make_kafka_broker: Callable[..., Broker]) -> Broker:
+    """A started standalone broker with a Kafka listener."""
+    return make_kafka_broker()
+
+
+@pytest.fixture
+def make_kafka_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
+    """``make(brokers=3, overrides=None, name="kc", **kwargs)``: a started in-process
+    LocalCluster (embedded store; ``kwargs`` are LocalCluster's) whose brokers open a Kafka
+    listener on a free port each. Closed at the end of the test."""
+    made: list[LocalCluster] = []
+
+    def make(brokers: int = 3, overrides: Mapping[str, str] | None = None, name: str = "kc",
+             **kwargs: Any) -> LocalCluster:
+        cfg = {"listeners": LISTENER}
+        cfg.update(overrides or {})
+        cluster = LocalCluster(tmp_path / name, brokers, overrides=cfg, **kwargs)
+        made.append(cluster)
+        cluster.start()
+        _wait_listeners(cluster, brokers)
+        return cluster
+
+    yield make
+    for c in reversed(made):
+        c.close()
+
+
+def _wait_listeners(cluster: LocalCluster, brokers: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len([a for a in cluster.bootstrap_servers.split(",") if a]) < brokers:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not every broker opened its Kafka listener within {timeout}s: "
+                               f"{cluster.bootstrap_servers!r}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def kafka_cluster(make_kafka_cluster: Callable[..., LocalCluster]) -> LocalCluster:
+    """A started 3-broker in-process cluster with Kafka listeners."""
+    return make_kafka_cluster()
+
+
+@pytest.fixture
+def make_process_cluster(zookeeper_server: Any, tmp_path: Path
+                         ) -> Iterator[Callable[..., KafkaProcessCluster]]:
+    """``make(n=3, extra=None)``: ``n`` broker processes on a fresh chroot of the session's
+    ZooKeeper, each with a Kafka listener; started (a controller is elected). Every process
+    is killed at the end of the test."""
+    made: list[KafkaProcessCluster] = []
+
+    def make(n: int = 3, extra: Mapping[str, str] | None = None) -> KafkaProcessCluster:
+        chroot = f"/kt{time.monotonic_ns()}"
+        admin = zookeeper_server.client()
+        try:
+            admin.ensure_path(chroot)
+        finally:
+            admin.stop()
+            admin.close()
+        workdir = tmp_path / f"pc{len(made) + 1}"
+        cluster = KafkaProcessCluster(workdir, zookeeper_server.connection_string + chroot, n,
+                                      extra)
+        made.append(cluster)
+        return cluster.start()
+
+    yield make
+    for c in reversed(made):
+        c.close()
+
+
+@pytest.fixture
+def process_cluster(make_process_cluster: Callable[..., KafkaProcessCluster]
+                    ) -> KafkaProcessCluster:
+    """A started 3-broker multi-process ZooKeeper cluster with Kafka listeners."""
+    return make_process_cluster()
+
+
+@pytest.fixture(params=["standalone", "cluster"])
+def kafka_target(request: pytest.FixtureRequest, make_kafka_broker: Callable[..., Broker],
+                 make_kafka_cluster: Callable[..., LocalCluster]) -> KafkaTarget:
+    """A standalone broker, then a 3-broker in-process cluster (embedded store)."""
+    if request.param == "standalone":
+        return KafkaTarget("standalone", make_kafka_broker())
+    return KafkaTarget("cluster", make_kafka_cluster())
