@@ -53,6 +53,7 @@ Remote storage down at start
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -82,6 +83,7 @@ from kafka_tiers.broker.topics import (
     TopicsFile,
 )
 from kafka_tiers.cluster.member import ClusterMember
+from kafka_tiers.cluster.metadata_store import new_topic_id
 from kafka_tiers.cluster.replica_manager import ReplicaRole
 from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
@@ -238,6 +240,8 @@ class Broker:
         self.kafka_server: KafkaServer | None = None
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
+        #: (standalone) bumped whenever a topic is created, deleted or given its id
+        self.topics_version = 0
         self._partitions: dict[TopicPartition, _Partition] = {}
         # Two locks, never held while waiting for another component (a thread, a pool, a
         # plugin call): the lifecycle one guards the phase only (a start or a stop runs
@@ -344,8 +348,10 @@ class Broker:
             if self.member.cluster_id is not None:  # log dirs must carry this cluster's id
                 self.log_manager.adopt_cluster_id(self.member.cluster_id)
         if not self.cluster:
-            self._topics = {name: self.topic_configs.info(name, partitions, cfg)
-                            for name, (partitions, cfg) in self._topics_file.read().items()}
+            self._topics = {name: self.topic_configs.info(name, partitions, cfg, tid)
+                            for name, (partitions, cfg, tid)
+                            in self._topics_file.read().items()}
+            self.topics_version += 1
         self.log_manager.topic_overrides.update(
             {name: self.topic_configs.local_overrides(info.config, name)
              for name, info in self._topics.items()})
@@ -634,7 +640,8 @@ class Broker:
             for name in md.topics():
                 asg = md.topic(name)
                 if asg is not None:
-                    out[name] = self.topic_configs.info(name, len(asg.partitions), asg.config)
+                    out[name] = self.topic_configs.info(name, len(asg.partitions), asg.config,
+                                                        asg.topic_id)
             return out
         with self._lock:
             return dict(self._topics)
@@ -678,11 +685,12 @@ class Broker:
                               key="partitions")
         self.topic_configs.check_new_partitions(name, partitions,
                                                 broker_holds=len(self._partitions))
-        info = self.topic_configs.info(name, partitions, config)
+        info = self.topic_configs.info(name, partitions, config, new_topic_id())
         with self._lock:  # the topic map and its file only: opening logs waits for I/O
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} exists already")
             self._topics[name] = info
+            self.topics_version += 1
             try:
                 self._topics_file.write(self._topics)
             except BaseException:
@@ -733,8 +741,31 @@ class Broker:
         with self._lock:
             assert self.log_manager is not None
             self._topics.pop(name, None)
+            self.topics_version += 1
             self.log_manager.topic_overrides.pop(name, None)
             self._topics_file.write(self._topics)
+
+    def assign_topic_id(self, name: str) -> str | None:
+        """(standalone) The topic id of ``name``; a topic created before topic ids existed
+        is given one now, once, and the topics file written back (crash-safely: a crash
+        before the write leaves the file as it was, and the next call gives it one). None
+        when there is no such topic. Nothing is written for a topic that has its id.
+
+        Raises:
+            OSError: the topics file could not be written (the topic keeps no id).
+        """
+        with self._lock:
+            info = self._topics.get(name)
+            if info is None or info.topic_id is not None:
+                return None if info is None else info.topic_id
+            self._topics[name] = dataclasses.replace(info, topic_id=new_topic_id())
+            try:
+                self._topics_file.write(self._topics)
+            except BaseException:
+                self._topics[name] = info
+                raise
+            self.topics_version += 1
+            return self._topics[name].topic_id
 
     # ------------------------------------------------------------------ partitions
 

@@ -13,7 +13,9 @@ Local overrides
     the remote tier.
 The topics file (a standalone broker's topic metadata)
     ``<first log dir>/kafka-tiers-topics.json``, a small versioned JSON document
-    (``{"version": 1, "topics": {"orders": {"partitions": 3, "config": {...}}}}``) replaced
+    (``{"version": 1, "topics": {"orders": {"partitions": 3, "config": {...},
+    "topic_id": "<uuid>"}}}``; a topic written before topic ids existed has none until a
+    client first needs it, then it is given one and the file written back) replaced
     crash-safely on every change (temporary file, fsync, rename, fsync of the directory). A
     file of a newer ``version`` is refused. In a cluster the metadata store holds topics.
 
@@ -52,12 +54,15 @@ class TopicInfo:
         partitions: how many partitions it has.
         config: its topic-level overrides as given.
         tiering: its resolved tiering settings.
+        topic_id: its topic id (a UUID string, given at creation), or None for a topic
+            created before topic ids existed that has not been given one yet.
     """
 
     name: str
     partitions: int
     config: Mapping[str, str]
     tiering: TopicTiering
+    topic_id: str | None = None
 
     @property
     def tiered(self) -> bool:
@@ -144,14 +149,15 @@ class TopicConfigs:
         self.tiering(topic, cfg)
         return cfg
 
-    def info(self, topic: str, partitions: int, config: Mapping[str, Any] | None) -> TopicInfo:
+    def info(self, topic: str, partitions: int, config: Mapping[str, Any] | None,
+             topic_id: str | None = None) -> TopicInfo:
         """A :class:`TopicInfo` with the resolved tiering.
 
         Raises:
             ConfigError: as :meth:`tiering`.
         """
         cfg = self.normalize(config)
-        return TopicInfo(topic, partitions, cfg, self.tiering(topic, cfg))
+        return TopicInfo(topic, partitions, cfg, self.tiering(topic, cfg), topic_id)
 
     def local_overrides(self, config: Mapping[str, Any] | None, topic: str = "?"
                         ) -> dict[str, str]:
@@ -177,8 +183,9 @@ class TopicsFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    def read(self) -> dict[str, tuple[int, dict[str, str]]]:
-        """``{topic: (partitions, config)}``; empty when the file does not exist.
+    def read(self) -> dict[str, tuple[int, dict[str, str], str | None]]:
+        """``{topic: (partitions, config, topic id or None)}``; empty when the file does not
+        exist.
 
         Raises:
             LogDirError: the file cannot be read, is not a topics file, or has another
@@ -204,7 +211,8 @@ class TopicsFile:
                               path=str(path))
         try:
             return {str(name): (int(entry["partitions"]),
-                                TopicConfigs.normalize(entry.get("config", {})))
+                                TopicConfigs.normalize(entry.get("config", {})),
+                                str(entry["topic_id"]) if entry.get("topic_id") else None)
                     for name, entry in topics.items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             raise LogDirError(f"{path} is not a kafka-tiers topics file", path=str(path)) from None
@@ -216,7 +224,8 @@ class TopicsFile:
             OSError: the file could not be written (the old one is intact).
         """
         doc = {"version": TOPICS_FORMAT_VERSION,
-               "topics": {name: {"partitions": info.partitions, "config": dict(info.config)}
+               "topics": {name: {"partitions": info.partitions, "config": dict(info.config),
+                                 **({"topic_id": info.topic_id} if info.topic_id else {})}
                           for name, info in sorted(topics.items())}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(doc, indent=2, sort_keys=True).encode())

@@ -59,6 +59,7 @@ from kafka_tiers.cluster.metadata_store import (
     PartitionState,
     SessionEvent,
     TopicAssignment,
+    new_topic_id,
     topic_path,
 )
 from kafka_tiers.cluster.request_schemas import CONTROLLER_REQUEST_MAX_PARTITIONS
@@ -374,6 +375,8 @@ class Controller:
             if got is None or got[0] is None:
                 continue
             asg = TopicAssignment.from_json(topic, got[0], got[1])
+            if asg.topic_id is None:
+                asg = self._give_topic_id(asg)
             self.topic_configs[topic] = dict(asg.config)
             self.topic_versions[topic] = asg.version
             for p, reps in asg.partitions.items():
@@ -717,10 +720,11 @@ class Controller:
             assert cur is not None
             parts = dict(cur.partitions)
             parts.update({tp.partition: tuple(r) for tp, r in plan.items()})
-            asg = TopicAssignment(topic, parts, cur.config, cur.version)
+            asg = TopicAssignment(topic, parts, cur.config, cur.version,
+                                  cur.topic_id or new_topic_id())
         else:
             asg = TopicAssignment(topic, {tp.partition: tuple(r) for tp, r in plan.items()},
-                                  dict(config or {}))
+                                  dict(config or {}), topic_id=new_topic_id())
         try:
             self.store.multi([self._guard(), *self.metadata.create_topic_ops(asg, states,
                                                                              exists=exists)])
@@ -991,6 +995,31 @@ class Controller:
                  list(target))
         return True
 
+    def _give_topic_id(self, asg: TopicAssignment) -> TopicAssignment:
+        """A topic created before topic ids existed gets one, once: written with the
+        topic's node version (a concurrent rewrite wins and this is read again), under the
+        controller epoch guard; returns the assignment as stored."""
+        for _ in range(5):
+            new = TopicAssignment(asg.topic, asg.partitions, asg.config, asg.version,
+                                  new_topic_id())
+            try:
+                (_, version) = self.store.multi([self._guard(), Op.set(
+                    topic_path(asg.topic), new.to_json(), asg.version)])
+            except BadVersionError as exc:
+                if exc.path == CONTROLLER_EPOCH:
+                    raise ControllerMovedError("another controller was elected") from None
+                again = self.metadata.topic(asg.topic)
+                if again is None or again.topic_id is not None:
+                    return again or asg
+                asg = again
+                continue
+            log.info("controller %s: topic %s has topic id %s", self.broker_id, asg.topic,
+                     new.topic_id)
+            return TopicAssignment(asg.topic, asg.partitions, asg.config,
+                                   int(version if version is not None else asg.version + 1),
+                                   new.topic_id)
+        return asg
+
     def _set_assignment(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         for _ in range(5):
             asg = self.metadata.topic(tp.topic)
@@ -998,7 +1027,8 @@ class Controller:
                 raise NoNodeError(f"topic {tp.topic} vanished", topic_path(tp.topic))
             parts = dict(asg.partitions)
             parts[tp.partition] = replicas
-            new = TopicAssignment(tp.topic, parts, asg.config, asg.version)
+            new = TopicAssignment(tp.topic, parts, asg.config, asg.version,
+                                  asg.topic_id or new_topic_id())
             try:
                 self.store.multi([self._guard(), Op.set(topic_path(tp.topic), new.to_json(),
                                                         asg.version)])

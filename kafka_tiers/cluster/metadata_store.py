@@ -11,7 +11,8 @@ file). :class:`ClusterMetadata` builds document 003's layout on top of either:
 ``/controller``                       ephemeral ``{"broker_id", "epoch"}``
 ``/controller_epoch``                 ``{"epoch"}``, bumped by every new controller
 ``/brokers/ids/<id>``                 ephemeral ``{"host", "port", "rack"}``
-``/brokers/topics/<topic>``           ``{"partitions": {"0": [1, 2, 3]}, "config": {...}}``
+``/brokers/topics/<topic>``           ``{"partitions": {"0": [1, 2, 3]}, "config": {...},
+                                      "topic_id": "<uuid>"}``
 ``/brokers/topics/<topic>/partitions/<p>/state``
                                       ``{"leader", "leader_epoch", "isr", "controller_epoch"}``
 ``/admin/reassign_partitions``        ``{"version": 1, "partitions": [{"topic", "partition",
@@ -347,24 +348,42 @@ class PartitionState:
                               int(data.get("controller_epoch", 0)), version)
 
 
+def new_topic_id() -> str:
+    """A new random topic id (a UUID in its canonical text form, never the all-zero one)."""
+    while True:
+        tid = uuid.uuid4()
+        if tid.int > 1:  # Kafka reserves the zero UUID (no id) and UUID 1 (its metadata topic)
+            return str(tid)
+
+
 @dataclass(frozen=True)
 class TopicAssignment:
-    """A topic's replica assignment and topic-level config, as stored."""
+    """A topic's replica assignment and topic-level config, as stored, and its topic id
+    (a UUID string given at creation, stable for the topic's life; None only for a topic
+    created before topic ids existed, until the controller gives it one). A writer that
+    rewrites the node keeps ``topic_id`` (``dataclasses.replace`` does)."""
 
     topic: str
     partitions: Mapping[int, tuple[int, ...]]
     config: Mapping[str, str] = field(default_factory=dict)
     version: int = -1
+    topic_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
-                "config": dict(self.config)}
+        out: dict[str, Any] = {
+            "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
+            "config": dict(self.config)}
+        if self.topic_id is not None:
+            out["topic_id"] = self.topic_id
+        return out
 
     @staticmethod
     def from_json(topic: str, data: Mapping[str, Any], version: int) -> TopicAssignment:
         parts = {int(p): tuple(int(b) for b in r) for p, r in data["partitions"].items()}
+        tid = data.get("topic_id")
         return TopicAssignment(topic, parts, {str(k): str(v) for k, v in
-                                              (data.get("config") or {}).items()}, version)
+                                              (data.get("config") or {}).items()}, version,
+                               str(tid) if tid else None)
 
 
 #: the most bytes of partition-state writes put in one multi (ZooKeeper refuses requests
@@ -689,6 +708,7 @@ __all__ = [
     "decode",
     "encode",
     "make_store",
+    "new_topic_id",
     "parent_of",
     "state_path",
     "topic_path",
