@@ -87,6 +87,7 @@ from kafka_tiers.cluster.metadata_store import new_topic_id
 from kafka_tiers.cluster.replica_manager import ReplicaRole
 from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
+from kafka_tiers.kafka.fetch_wait import DataArrived
 from kafka_tiers.kafka.listeners_config import listener_specs
 from kafka_tiers.kafka.server import KafkaServer
 from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
@@ -238,6 +239,8 @@ class Broker:
         self.member: ClusterMember | None = None
         #: the Kafka-protocol server (``listeners``), or None when none is configured
         self.kafka_server: KafkaServer | None = None
+        #: records may have become readable (Kafka fetches waiting for min_bytes wait on it)
+        self.data_arrived = DataArrived()
         self._storage: RemoteStorageManager | None = None
         self._topics: dict[str, TopicInfo] = {}
         #: (standalone) bumped whenever a topic is created, deleted or given its id
@@ -375,6 +378,8 @@ class Broker:
                                                     in endpoints.items())
         if self.member is not None:
             self.member.join(register_timeout)
+            if self.member.replicas is not None:  # leaders' high watermark moves wake fetches
+                self.member.replicas.on_data = self.data_arrived.notify
         else:
             for info in self._topics.values():
                 for p in range(info.partitions):
@@ -531,8 +536,10 @@ class Broker:
     def _stop_all(self) -> None:
         self._started = False
         server, self.kafka_server = self.kafka_server, None
+        self.data_arrived.close()  # waiting fetches answer now
         if server is not None:  # clients first: nothing new reaches the parts that stop
             server.stop()
+        self.data_arrived = DataArrived()
         if self.member is not None:
             self.member.stop()
         if self.rlm is not None:
@@ -801,6 +808,23 @@ class Broker:
             raise UnknownTopicError(f"unknown partition {tp}")
         return state
 
+    def leadership(self, tp: TopicPartition) -> tuple[bool, int]:
+        """Whether this broker leads ``tp`` now, and the leader epoch it knows (what a Kafka
+        fetch or OffsetForLeaderEpoch checks; standalone or cluster member alike).
+
+        Raises:
+            UnknownTopicError: no replica of ``tp`` here.
+        """
+        if self.member is None:
+            state = self._state(tp)
+            return state.leader, state.leader_epoch
+        rm = self.member.replicas
+        p = rm.partitions.get(tp) if rm is not None else None
+        if p is None:
+            raise UnknownTopicError(f"broker {self.broker_id} has no replica of {tp}")
+        with p.lock:
+            return p.is_leader, p.leader_epoch
+
     def become_leader(self, tp: TopicPartition, leader_epoch: int) -> None:
         """(standalone) Lead ``tp`` in ``leader_epoch`` (produce allowed; a tiered partition
         copies and applies retention, continuing after the highest remote offset).
@@ -951,6 +975,7 @@ class Broker:
             try:
                 lg.flush()
                 lg.update_high_watermark(lg.log_end_offset)
+                self.data_arrived.notify()
                 return
             except LogClosedError:
                 if self.log(tp) is lg:

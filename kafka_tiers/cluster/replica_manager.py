@@ -355,6 +355,9 @@ class ReplicaManager:
         self.hooks = hooks
         self.on_role = on_role
         self.remote_reader = remote_reader
+        #: called whenever a led partition's high watermark moves (with the partition's lock
+        #: held: it must not block): Kafka-protocol fetches waiting for data wake up
+        self.on_data: Callable[[], None] | None = None
         self.lag_ms = int(config["replica.lag.time.max.ms"])
         self.fetch_wait_ms = int(config["replica.fetch.wait.max.ms"])
         self.fetch_max_bytes = int(config["replica.fetch.max.bytes"])
@@ -640,6 +643,8 @@ class ReplicaManager:
         if new > p.log.high_watermark:
             p.log.update_high_watermark(new)
             p.cond.notify_all()
+            if self.on_data is not None:
+                self.on_data()
 
     def produce(self, tp: TopicPartition, records: bytes, acks: int,
                 timeout: float | None = None) -> tuple[int, int]:

@@ -111,6 +111,28 @@ class FetchData:
         return out
 
 
+@dataclass(frozen=True)
+class RegionRead:
+    """A read as a region of one segment file (zero copy: the bytes are never read here).
+
+    ``fd`` is a descriptor of the caller's own on the segment's ``.log`` file (``os.dup`` of
+    the segment's), to close once the region was sent, or -1 when ``size`` is 0; reads
+    through it still see the bytes after the segment was closed, renamed or deleted. The
+    region holds whole batches, the first one holding ``fetch_offset``; their headers were
+    checked (sizes, magic, offsets, leader epochs), their records and CRCs were not read.
+    """
+
+    fetch_offset: int
+    fd: int
+    position: int
+    size: int
+    #: the offset after the last batch of the region (``fetch_offset`` when empty)
+    next_offset: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
 #: called as ``on_roll(log, rolled_segment_info)`` after a segment became inactive.
 RollCallback = Callable[["Log", SegmentInfo], None]
 
@@ -685,6 +707,78 @@ class Log:
             return buf, next_offset
         return b"", offset
 
+    def read_region(self, offset: int, max_bytes: int, *, isolation: str = "log_end",
+                    min_one_batch: bool = True) -> RegionRead:
+        """Whole batches from the one holding ``offset`` as a region of one segment file
+        (Kafka's ``FileRecords`` slice), at most ``max_bytes`` (at least one batch when
+        ``min_one_batch``), for ``os.sendfile``. Batch boundaries come from the offset index
+        and the batch headers, each checked as :meth:`read` checks them; records and CRCs
+        are not read (a corrupt header makes the segment be recovered first, as in
+        :meth:`read`). Like Kafka, one read serves one segment.
+
+        The caller owns ``fd`` of the result and closes it.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is below the local log start or above the end.
+            OSError: no descriptor could be made (EMFILE).
+        """
+        with self._lock:
+            self._check_open()
+            if isolation not in ("log_end", "high_watermark"):
+                raise ValueError(f"unknown isolation {isolation!r}")
+            end = self._log_end_offset
+            upper = end if isolation == "log_end" else self._high_watermark
+            if offset < self._local_log_start_offset or offset > end:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is out of range [{self._local_log_start_offset}, {end}] of "
+                    f"{self.dir.name}", offset=offset,
+                    log_start_offset=self._local_log_start_offset, log_end_offset=end)
+            found: tuple[int, int, int, int] = (-1, 0, 0, offset)
+            for _attempt in range(3):
+                try:
+                    found = self._region_once(offset, max_bytes, upper, min_one_batch)
+                    break
+                except _CorruptRead as bad:
+                    self._recover_corrupt(bad.segment)
+                    upper = min(upper, self._log_end_offset)
+            fd, position, size, next_offset = found
+            return RegionRead(offset, fd, position, size, next_offset, self._high_watermark,
+                              self._log_start_offset, self._log_end_offset)
+
+    def _region_once(self, offset: int, max_bytes: int, upper: int,
+                     min_one: bool) -> tuple[int, int, int, int]:
+        """``(fd, position, size, next offset)`` of the batches from the one holding
+        ``offset`` below ``upper`` (``fd`` -1 when none)."""
+        if offset >= upper:
+            return -1, 0, 0, offset
+        idx = max(self._segment_index(offset), 0)
+        while idx < len(self._segments):
+            seg = self._segments[idx]
+            self._ensure_checked(seg)
+            ceiling = self._segments.bases[idx + 1] if idx + 1 < len(self._segments) else None
+            try:
+                header = seg.translate_offset(offset)
+                if header is None:
+                    idx += 1
+                    continue
+                total, next_offset = 0, offset
+                for h in seg.iter_headers(header.position):
+                    if h.last_offset >= upper:
+                        break
+                    if ((ceiling is not None and h.last_offset >= ceiling)
+                            or h.leader_epoch < NO_PARTITION_LEADER_EPOCH):
+                        raise _CorruptRead(seg)
+                    if total + h.size > max_bytes and not (min_one and total == 0):
+                        break
+                    total += h.size
+                    next_offset = h.last_offset + 1
+            except CorruptRecordError:
+                raise _CorruptRead(seg) from None
+            if total == 0:
+                return -1, 0, 0, offset
+            return seg.dup_fd(), header.position, total, next_offset
+        return -1, 0, 0, offset
+
     def _recover_corrupt(self, seg: LogSegment) -> None:
         logger.error("corrupt batch in %s found on read; recovering the segment", seg.log_path)
         idx = self._segments.index(seg)
@@ -1003,4 +1097,4 @@ def _copy_index_prefix(src: Path, dest: Path, seg: LogSegment) -> None:
 
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "AppendInfo",
-           "FetchData", "Log", "RollCallback"]
+           "FetchData", "Log", "RegionRead", "RollCallback"]

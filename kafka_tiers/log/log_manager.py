@@ -98,7 +98,7 @@ from kafka_tiers.log.dir_ownership import (
 )
 from kafka_tiers.log.errors import LogClosedError, LogDirError, LogError
 from kafka_tiers.log.handles import configure as configure_open_files
-from kafka_tiers.log.log import AppendInfo, FetchData, Log, RollCallback
+from kafka_tiers.log.log import AppendInfo, FetchData, Log, RegionRead, RollCallback
 from kafka_tiers.log.log_dir_failure import (
     LogDirFailureHandler,
     LogDirOfflineError,
@@ -951,6 +951,27 @@ class LogManager:
             try:
                 with self.failure.guard(log_dir, tp):
                     return log.read(offset, max_bytes, **kwargs)
+            except LogClosedError:
+                if self.get_log(tp) is log:
+                    raise
+        raise LogClosedError(f"{tp} kept being replaced during the read")
+
+    def read_region(self, tp: TopicPartition, offset: int, max_bytes: int,
+                    **kwargs: Any) -> RegionRead:
+        """``Log.read_region`` on the current log of ``tp`` (keyword arguments passed on),
+        following it across a move's swap and taking its dir offline on an I/O error. The
+        caller closes the result's ``fd``.
+
+        Raises:
+            LogDirOfflineError: the replica's dir is offline (Kafka's KafkaStorageError).
+            ResourceExhaustedError: out of descriptors (retriable).
+            LogError: no such replica, or what ``Log.read_region`` raises.
+        """
+        for _ in range(10):
+            log, log_dir = self._serving(tp)
+            try:
+                with self.failure.guard(log_dir, tp):
+                    return log.read_region(offset, max_bytes, **kwargs)
             except LogClosedError:
                 if self.get_log(tp) is log:
                     raise

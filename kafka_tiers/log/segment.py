@@ -249,6 +249,18 @@ class LogSegment:
         with self._fd_lock:
             return os.pread(self._get_fd(), size, position)
 
+    def dup_fd(self) -> int:
+        """A descriptor of the caller's own on the ``.log`` file (``os.dup``; the caller
+        closes it): reads through it see the file's bytes even after the segment was
+        closed, renamed or deleted. It is outside ``log.open.files.max``'s count.
+
+        Raises:
+            LogClosedError: the segment was closed.
+            OSError: the process is out of descriptors (EMFILE).
+        """
+        with self._fd_lock:
+            return os.dup(self._get_fd())
+
     def pread_into(self, size: int, position: int) -> bytearray:
         """Read up to ``size`` bytes at ``position`` into a new bytearray (one copy)."""
         buf = bytearray(size)
