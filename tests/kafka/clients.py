@@ -6,6 +6,8 @@ Each function returns the settings to give the client's constructor; ``**extra``
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -13,7 +15,7 @@ def confluent_producer_conf(bootstrap: str, **extra: Any) -> dict[str, Any]:
     """librdkafka producer settings (``confluent_kafka.Producer(conf)``)."""
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
-        "message.timeout.ms": 15000, "request.timeout.ms": 5000,
+        "message.timeout.ms": 10000, "request.timeout.ms": 5000,
         "api.version.request.timeout.ms": 5000, "topic.metadata.refresh.interval.ms": 1000,
         "retry.backoff.ms": 100, "reconnect.backoff.max.ms": 1000,
     }
@@ -36,6 +38,36 @@ def confluent_consumer_conf(bootstrap: str, group: str | None = None,
     }
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     return conf
+
+
+@contextlib.contextmanager
+def confluent_producer(bootstrap: str, **extra: Any) -> Iterator[Any]:
+    """A librdkafka producer with :func:`confluent_producer_conf`; on exit whatever is still
+    queued is purged and the producer closed (a failed test leaves no client retrying)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(confluent_producer_conf(bootstrap, **extra))
+    try:
+        yield producer
+    finally:
+        with contextlib.suppress(Exception):
+            producer.purge()
+        with contextlib.suppress(Exception):
+            producer.flush(0)
+        producer.close()
+
+
+@contextlib.contextmanager
+def confluent_consumer(bootstrap: str, group: str | None = None, **extra: Any
+                       ) -> Iterator[Any]:
+    """A librdkafka consumer with :func:`confluent_consumer_conf`, closed on exit."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(confluent_consumer_conf(bootstrap, group, **extra))
+    try:
+        yield consumer
+    finally:
+        consumer.close()
 
 
 def kafka_python_common(bootstrap: str) -> dict[str, Any]:
@@ -80,6 +112,6 @@ def aiokafka_consumer_conf(bootstrap: str, group: str | None = None,
     return conf
 
 
-__all__ = ["aiokafka_common", "aiokafka_consumer_conf", "confluent_consumer_conf",
-           "confluent_producer_conf", "kafka_python_common", "kafka_python_consumer_conf",
-           "kafka_python_producer_conf"]
+__all__ = ["aiokafka_common", "aiokafka_consumer_conf", "confluent_consumer",
+           "confluent_consumer_conf", "confluent_producer", "confluent_producer_conf",
+           "kafka_python_common", "kafka_python_consumer_conf", "kafka_python_producer_conf"]

@@ -10,6 +10,7 @@
   ZooKeeper (:class:`tests.kafka.processes.KafkaProcessCluster`), each with a Kafka listener.
 - ``kafka_target``: parametrized over a standalone broker and a 3-broker in-process cluster,
   as a :class:`tests.kafka.targets.KafkaTarget` (``bootstrap_servers``, ``create_topic``).
+- ``kcat``: the path of ``kcat`` (Debian's package, installed on first use when root).
 
 Everything started is stopped at the end of the test. Client settings with short timeouts are
 in :mod:`tests.kafka.clients`.
@@ -135,3 +136,17 @@ def kafka_target(request: pytest.FixtureRequest, make_kafka_broker: Callable[...
     if request.param == "standalone":
         return KafkaTarget("standalone", make_kafka_broker())
     return KafkaTarget("cluster", make_kafka_cluster())
+
+
+@pytest.fixture(scope="session")
+def kcat() -> str:
+    """The ``kcat`` binary (Debian's package, installed on first use when root; see
+    :mod:`tests.servers.kcat`). Skips when it cannot be had, fails under CI."""
+    from tests.servers.base import ServerUnavailable
+    from tests.servers.fixtures import unavailable
+    from tests.servers.kcat import kcat_binary
+
+    try:
+        return kcat_binary()
+    except ServerUnavailable as exc:
+        unavailable(exc)
