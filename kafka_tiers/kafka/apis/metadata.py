@@ -108,21 +108,21 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
 
     topics: list[Any] = []
     if everything:
-        for name in state.topic_names():
-            view = state.topic(name)
+        for listed in state.topic_names():
+            view = state.topic(listed)
             if view is not None:  # deleted meanwhile: left out, as Kafka's cache would
                 topics.append(described(view))
     else:
         seen: set[str] = set()
         for entry in wanted:
-            name = entry.name
+            name: str | None = entry.name
             if v >= 10 and name is None:
                 tid = entry.topic_id
                 name = topic_name(ctx.broker, tid) if tid is not None else None
                 if name is None:
                     topics.append(topic_entry(UNKNOWN_TOPIC_ID, None, tid))
                     continue
-            if name in seen:
+            if name is None or name in seen:
                 continue
             seen.add(name)
             try:
