@@ -346,7 +346,8 @@ class Broker:
                 self.config, self.log_manager, hooks=self.hooks,
                 topic_configs=self.topic_configs, on_role=self._on_role,
                 remote_reader=self._read_remote, network=self.network,
-                embedded_server=self._embedded_server, placer=self._placer)
+                embedded_server=self._embedded_server, placer=self._placer,
+                remote_deleter=self._delete_remote_data)
             self.member.open_session()
             if self.member.cluster_id is not None:  # log dirs must carry this cluster's id
                 self.log_manager.adopt_cluster_id(self.member.cluster_id)
@@ -624,6 +625,11 @@ class Broker:
             return self._topic(tp.topic).tiering
         return self.topic_configs.tiering(tp.topic, self.member.topic_config(tp))
 
+    def tiered(self, tp: TopicPartition) -> bool:
+        """Whether reads of ``tp`` below its local log start are served from the remote tier
+        (its topic has ``remote.storage.enable=true`` and the broker a remote tier)."""
+        return self._tiered(tp)
+
     def _tiered(self, tp: TopicPartition) -> bool:
         if self.rlm is None:
             return False
@@ -751,6 +757,109 @@ class Broker:
             self.topics_version += 1
             self.log_manager.topic_overrides.pop(name, None)
             self._topics_file.write(self._topics)
+
+    def _delete_remote_data(self, topic: str, tps: list[TopicPartition]) -> None:
+        """(cluster, as the controller) Delete every remote segment of ``tps`` of the deleted
+        tiered topic ``topic`` through this broker's remote log manager and storage plugin
+        (hooks ``remote_segment_deleted``); the remote tier is shared, so any broker can.
+
+        Raises:
+            RemoteStorageError: the deletion failed (the controller keeps the topic).
+        """
+        rlm = self.rlm
+        if rlm is None:
+            log.warning("broker %s: topic %s is tiered but this broker has no remote tier: "
+                        "its remote data is left in place", self.broker_id, topic)
+            return
+        for tp in tps:
+            rlm.stop_partition(tp, delete=True)
+        log.info("broker %s: remote data of deleted topic %s deleted (%d partitions)",
+                 self.broker_id, topic, len(tps))
+
+    def add_partitions(self, name: str, total: int, *, validate_only: bool = False
+                       ) -> list[TopicPartition]:
+        """(standalone) Grow topic ``name`` to ``total`` partitions (Kafka's
+        CreatePartitions): the new ones are persisted, created and led, and
+        ``topic_created`` fires with them. ``validate_only``: the checks only. Returns the
+        new partitions.
+
+        Raises:
+            UnknownTopicError: no such topic.
+            LimitExceededError: ``INVALID_PARTITIONS`` when ``total`` is not above the current
+                count, or a bound (``max.topic.partitions``, ...) is exceeded.
+            BrokerError: a cluster member (the controller adds partitions).
+        """
+        from kafka_tiers.placement.limits import LimitExceededError, as_count
+
+        self._require_started()
+        self._standalone("adding partitions")
+        total = as_count(total, f"the partition count of topic {name}",
+                         error_code="INVALID_PARTITIONS")
+        with self._lock:  # the topic map and its file only: opening logs waits for I/O
+            info = self._topic(name)
+            current = info.partitions
+            if total <= current:
+                raise LimitExceededError(
+                    f"topic {name} has {current} partitions: the new count {total} must be "
+                    f"above it (partitions are never removed)", key="", limit=current,
+                    value=total, error_code="INVALID_PARTITIONS")
+            self.topic_configs.check_new_partitions(name, total - current, existing=current,
+                                                    broker_holds=len(self._partitions))
+            tps = [TopicPartition(name, p) for p in range(current, total)]
+            if validate_only:
+                return tps
+            grown = dataclasses.replace(info, partitions=total)
+            self._topics[name] = grown
+            self.topics_version += 1
+            try:
+                self._topics_file.write(self._topics)
+            except BaseException:
+                self._topics[name] = info
+                raise
+        with self._logs().batched_creation():
+            for tp in tps:
+                self._open_partition(grown, tp)
+        self.hooks.topic_created(name, {tp.partition: [self.broker_id] for tp in tps})
+        return tps
+
+    def alter_topic_config(self, name: str, config: Mapping[str, str], *,
+                           validate_only: bool = False) -> TopicInfo:
+        """(standalone) Replace topic ``name``'s config overrides with ``config``: validated
+        as a new topic's (:meth:`TopicConfigs.validate_change`), persisted, and applied at
+        once to every local log of the topic and to the remote tier's settings (read on each
+        of its task runs). ``validate_only``: the checks only. Returns the topic as it is now.
+
+        Raises:
+            UnknownTopicError: no such topic.
+            ConfigError: an unknown key, a bad value, or a change the topic cannot take
+                (one line naming the key).
+            BrokerError: a cluster member (the controller alters topic configs).
+        """
+        self._require_started()
+        self._standalone("altering a topic config")
+        with self._lock:
+            info = self._topic(name)
+            cfg = self.topic_configs.validate_change(name, info.config, config)
+            new = self.topic_configs.info(name, info.partitions, cfg, info.topic_id)
+            if validate_only or dict(info.config) == cfg:
+                return new if validate_only else info
+            self._topics[name] = new
+            self.topics_version += 1
+            try:
+                self._topics_file.write(self._topics)
+            except BaseException:
+                self._topics[name] = info
+                raise
+            lm = self._logs()
+            overrides = self.topic_configs.local_overrides(cfg, name)
+            lm.topic_overrides[name] = overrides
+        log_config = lm.config.with_overrides(overrides)
+        for p in range(new.partitions):
+            lg = lm.get_log(TopicPartition(name, p))
+            if lg is not None:
+                lg.config = log_config
+        log.info("broker %s: topic %s config is now %s", self.broker_id, name, cfg)
+        return new
 
     def assign_topic_id(self, name: str) -> str | None:
         """(standalone) The topic id of ``name``; a topic created before topic ids existed

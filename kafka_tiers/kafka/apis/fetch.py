@@ -1,0 +1,405 @@
+"""Fetch (key 1) v4-18: consumers read record batches, from local segments with
+``os.sendfile`` (zero copy) or, below the local log start of a tiered topic, from the remote
+tier through the configured storage plugin.
+
+What a consumer fetch gets, per partition (Kafka's ``ReplicaManager.fetchMessages`` rules)
+    - only from the partition's leader (else ``NOT_LEADER_OR_FOLLOWER``; from v12 with the
+      current leader and, from v16, its endpoint: KIP-951), with ``current_leader_epoch``
+      checked from v9 (``FENCED_LEADER_EPOCH`` below ours, ``UNKNOWN_LEADER_EPOCH`` above);
+    - whole batches from the one holding ``fetch_offset``, never past the high watermark;
+      the last stable offset is the high watermark (no transactions here, so both isolation
+      levels read the same and no aborted transaction is ever listed); no preferred read
+      replica (-1);
+    - at most ``partition_max_bytes`` per partition and ``max_bytes`` (capped by the broker's
+      ``fetch.max.bytes``) in all, except that the first batch of the first partition with
+      data is sent whole however large (KIP-74: a consumer always progresses);
+    - ``OFFSET_OUT_OF_RANGE`` above the log end offset or below the log start offset (the
+      remote tier's included: a tiered topic's offsets below the local log start are read
+      from the remote tier, and those in no remote segment are out of range);
+    - ``KAFKA_STORAGE_ERROR`` (retriable) when the replica's log dir is offline, the broker
+      is out of descriptors, or a remote read failed or took longer than
+      ``remote.fetch.max.wait.ms``: only that partition; the others of the response carry
+      their data.
+Remote reads
+    At most one partition per request is read from the remote tier (as Kafka): others that
+    need it get no records and no error, and are read by the client's next fetch. The read
+    runs on the remote log manager's reader pool and is waited for at most
+    ``remote.fetch.max.wait.ms``; a remote outage costs one partition of one request that
+    long, never another connection.
+Long poll
+    When fewer than ``min_bytes`` are readable (and nothing failed), the request waits until
+    they are or ``max_wait_ms`` passes (capped by ``request.timeout.ms``), sleeping on the
+    broker's :class:`~kafka_tiers.kafka.fetch_wait.DataArrived` signal (woken by high
+    watermark moves), then reads again: no busy loop.
+Zero copy
+    A local read is a region of one segment file (``Log.read_region``: batch boundaries from
+    the offset index and the batch headers, records never read). The response is encoded by
+    kafka-python's schema-generated ``FetchResponse`` with a unique 16-byte placeholder as
+    each such partition's records; the placeholder and its length prefix are then replaced
+    by the real length prefix (the library's own codecs) and a
+    :class:`~kafka_tiers.kafka.context.FileRegion`, which the server sends with
+    ``os.sendfile`` from a descriptor of its own (so a segment deleted meanwhile still sends
+    the bytes checked here).
+Followers
+    A fetch with ``replica_id`` >= 0 (a Kafka broker replicating) is refused: every partition
+    is answered ``REPLICA_NOT_AVAILABLE``. kafka-tiers brokers replicate over their own
+    transport; a Kafka broker cannot be a follower here.
+Fetch sessions (KIP-227)
+    Not kept: every response has ``session_id`` 0, which tells the client that there is no
+    session and its next fetch is a full one (librdkafka never asks for sessions; the Java
+    client and kafka-python fall back to full fetches). A request naming a session
+    (``session_id`` != 0) is answered ``FETCH_SESSION_ID_NOT_FOUND`` so the client starts
+    over with a full fetch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.protocol.schemas.fields.codecs import Int32, UnsignedVarInt32
+
+from kafka_tiers.api import RemoteStorageError, TopicPartition
+from kafka_tiers.kafka import codec
+from kafka_tiers.kafka.cluster_state import ClusterState
+from kafka_tiers.kafka.context import FileRegion, RawBody, RequestContext
+from kafka_tiers.kafka.errors import (
+    FENCED_LEADER_EPOCH,
+    KAFKA_STORAGE_ERROR,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    UNKNOWN_LEADER_EPOCH,
+    UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    error_of,
+)
+from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.topic_ids import topic_name
+from kafka_tiers.log.errors import OffsetOutOfRangeError
+from kafka_tiers.log.log import RegionRead
+from kafka_tiers.log.log_dir_failure import ResourceExhaustedError
+
+log = logging.getLogger(__name__)
+
+FETCH_KEY = 1
+MIN_VERSION, MAX_VERSION = 4, 18
+REPLICA_NOT_AVAILABLE = 9
+FETCH_SESSION_ID_NOT_FOUND = 70
+UNKNOWN_TOPIC_ID = 100
+#: the size of a records placeholder: 12 random bytes per response and the slot number
+_TOKEN_SIZE = 16
+
+
+@dataclass
+class _Want:
+    """One requested partition."""
+
+    topic_index: int  # which topic entry of the request
+    topic: str | None  # None: an unknown topic id
+    topic_id: uuid.UUID | None
+    partition: int
+    offset: int
+    max_bytes: int
+    current_leader_epoch: int
+
+
+@dataclass
+class _Got:
+    """What one partition answers."""
+
+    error: int = NONE
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    region: RegionRead | None = None
+    data: bytes = b""
+    #: KIP-951: (leader id, leader epoch) on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH
+    leader: tuple[int, int] | None = None
+    remote: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.region.size if self.region is not None else len(self.data)
+
+    def close(self) -> None:
+        if self.region is not None and self.region.fd >= 0:
+            os.close(self.region.fd)
+        self.region = None
+
+
+@dataclass
+class _Pass:
+    """One read of every requested partition."""
+
+    got: list[_Got] = field(default_factory=list)
+    remote_read: bool = False
+
+    @property
+    def bytes(self) -> int:
+        return sum(g.size for g in self.got)
+
+    @property
+    def failed(self) -> bool:
+        return any(g.error != NONE for g in self.got)
+
+    def close(self) -> None:
+        for g in self.got:
+            g.close()
+
+
+@handles(FETCH_KEY, MIN_VERSION, MAX_VERSION)
+def fetch(ctx: RequestContext, request: Any) -> RawBody:
+    """Answer a Fetch (see the module docstring)."""
+    v = ctx.version
+    wants = _wants(ctx, request)
+    replica_id = _replica_id(request, v)
+    if replica_id >= 0:
+        got = [_Got(REPLICA_NOT_AVAILABLE) for _ in wants]
+        return _encode(ctx, request, wants, _Pass(got), NONE)
+    if int(request.session_id) != 0:
+        return _encode(ctx, request, [], _Pass(), FETCH_SESSION_ID_NOT_FOUND)
+    cfg = ctx.config
+    limit = max(0, min(int(request.max_bytes), int(cfg["fetch.max.bytes"])))
+    max_wait = min(max(int(request.max_wait_ms), 0), int(cfg["request.timeout.ms"])) / 1000.0
+    min_bytes = int(request.min_bytes)
+    deadline = time.monotonic() + max_wait
+    signal = ctx.broker.data_arrived
+    seen = signal.version
+    result = _read_all(ctx, wants, limit, remote_allowed=True)
+    while (max_wait > 0 and result.bytes < min_bytes and not result.failed
+           and not result.remote_read and wants and not signal.closed):
+        if time.monotonic() >= deadline:
+            break
+        result.close()
+        seen = signal.wait(seen, deadline)
+        result = _read_all(ctx, wants, limit, remote_allowed=False)
+    try:
+        return _encode(ctx, request, wants, result, NONE)
+    except BaseException:
+        result.close()
+        raise
+
+
+def _replica_id(request: Any, version: int) -> int:
+    if version <= 14:
+        return int(request.replica_id)
+    state = getattr(request, "replica_state", None)
+    return -1 if state is None else int(state.replica_id)
+
+
+def _wants(ctx: RequestContext, request: Any) -> list[_Want]:
+    """The requested partitions in request order (v13+: topics named by id)."""
+    out: list[_Want] = []
+    by_id = ctx.version >= 13
+    for index, t in enumerate(request.topics):
+        if by_id:
+            tid = t.topic_id
+            name = topic_name(ctx.broker, tid) if tid is not None else None
+        else:
+            tid, name = None, t.topic
+        for p in t.partitions:
+            cle = int(p.current_leader_epoch) if ctx.version >= 9 else -1
+            out.append(_Want(index, name, tid, int(p.partition), int(p.fetch_offset),
+                             int(p.partition_max_bytes), cle))
+    return out
+
+
+def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
+              remote_allowed: bool) -> _Pass:
+    """Read every partition once, in order, within the response's byte budget."""
+    result = _Pass()
+    min_one = True
+    for w in wants:
+        try:
+            g = _read_one(ctx, w, limit, min_one,
+                          remote_allowed=remote_allowed and not result.remote_read)
+        except ResourceExhaustedError as exc:  # out of descriptors: retriable
+            log.warning("kafka fetch: reading %s-%s: %s", w.topic, w.partition, exc)
+            g = _Got(KAFKA_STORAGE_ERROR)
+        except Exception as exc:  # one partition's failure is that partition's answer
+            code, message = error_of(exc)
+            if code == UNKNOWN_SERVER_ERROR:
+                log.exception("kafka fetch: reading %s-%s failed", w.topic, w.partition)
+            else:
+                log.debug("kafka fetch: %s-%s: %s", w.topic, w.partition, message)
+            g = _Got(code if code != UNKNOWN_SERVER_ERROR else KAFKA_STORAGE_ERROR)
+        result.got.append(g)
+        result.remote_read = result.remote_read or g.remote
+        if g.size > 0:
+            min_one = False
+            limit = max(0, limit - g.size)
+    return result
+
+
+def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
+              remote_allowed: bool) -> _Got:
+    broker = ctx.broker
+    if w.topic is None:
+        return _Got(UNKNOWN_TOPIC_ID)
+    tp = TopicPartition(w.topic, w.partition)
+    try:
+        leads, epoch = broker.leadership(tp)
+    except Exception as exc:  # UnknownTopicError: UNKNOWN_TOPIC_OR_PARTITION
+        code, _ = error_of(exc)
+        return _Got(code)
+    if not leads:
+        return _Got(NOT_LEADER_OR_FOLLOWER, leader=_leader_of(ctx, tp))
+    if w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch:
+        if w.current_leader_epoch < epoch:
+            return _Got(FENCED_LEADER_EPOCH, leader=_leader_of(ctx, tp))
+        return _Got(UNKNOWN_LEADER_EPOCH)
+    lm = broker.log_manager
+    lg = lm.get_log(tp) if lm is not None else None
+    if lm is None or lg is None:
+        offline = lm is not None and tp in lm.offline_partitions
+        return _Got(KAFKA_STORAGE_ERROR if offline else UNKNOWN_TOPIC_OR_PARTITION)
+    max_bytes = max(0, min(w.max_bytes, limit))
+    if w.offset < 0 or w.offset > lg.log_end_offset:
+        return _out_of_range(lg.high_watermark)
+    if w.offset >= lg.local_log_start_offset:
+        if max_bytes == 0 and not min_one:
+            return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset)
+        try:
+            region = lm.read_region(tp, w.offset, max_bytes, isolation="high_watermark",
+                                    min_one_batch=min_one)
+        except OffsetOutOfRangeError:
+            if w.offset >= lg.local_log_start_offset or not broker.tiered(tp):
+                return _out_of_range(lg.high_watermark)
+        else:
+            g = _Got(high_watermark=region.high_watermark,
+                     log_start_offset=min(region.log_start_offset, lg.log_start_offset))
+            if region.size > 0:
+                g.region = region
+            return g
+    # below the local log: the remote tier (tiered topics), once per request
+    if not broker.tiered(tp):
+        return _out_of_range(lg.high_watermark)
+    if not remote_allowed or (max_bytes == 0 and not min_one):
+        return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset)
+    try:
+        res = broker.fetch(tp, w.offset, max(max_bytes, 1))
+    except OffsetOutOfRangeError:
+        return _Got(OFFSET_OUT_OF_RANGE, remote=True)
+    except RemoteStorageError as exc:
+        log.warning("kafka fetch: remote read of %s at offset %d failed: %s", tp, w.offset,
+                    exc)
+        return _Got(KAFKA_STORAGE_ERROR, remote=True)
+    return _Got(high_watermark=res.high_watermark, log_start_offset=res.log_start_offset,
+                data=res.records, remote=True)
+
+
+def _out_of_range(high_watermark: int) -> _Got:
+    return _Got(OFFSET_OUT_OF_RANGE, high_watermark=high_watermark)
+
+
+def _leader_of(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int] | None:
+    """KIP-951's current leader hint (v12+), from the cluster state; None when unknown."""
+    if ctx.version < 12:
+        return None
+    try:
+        view = ClusterState(ctx.broker, ctx.listener).partition(tp)
+    except Exception:
+        return None
+    if view is None or view.leader < 0:
+        return None
+    return view.leader, view.leader_epoch
+
+
+# ---------------------------------------------------------------------- encoding
+def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass,
+            top_error: int) -> RawBody:
+    """The response body: kafka-python's FetchResponse with placeholders spliced into file
+    regions (see the module docstring)."""
+    v = ctx.version
+    resp_cls = codec.response_class(FETCH_KEY, v)
+    topic_cls = resp_cls.FetchableTopicResponse
+    part_cls = topic_cls.PartitionData
+    salt = os.urandom(_TOKEN_SIZE - 4)
+    slots: list[tuple[bytes, FileRegion]] = []
+    topics: list[Any] = []
+    leaders: set[int] = set()
+    read_committed = int(request.isolation_level) == 1
+    last_index = -1
+    for w, g in zip(wants, result.got, strict=True):
+        records: bytes = g.data
+        if g.region is not None:
+            records = salt + struct.pack(">I", len(slots))
+            slots.append((records, FileRegion(g.region.fd, g.region.position,
+                                              g.region.size)))
+            g.region = None  # the FileRegion owns the descriptor now
+        hw = g.high_watermark
+        fields: dict[str, Any] = {
+            "partition_index": w.partition, "error_code": g.error, "high_watermark": hw,
+            "last_stable_offset": hw if g.error == NONE else -1,
+            "log_start_offset": g.log_start_offset,
+            "aborted_transactions": [] if read_committed and g.error == NONE else None,
+            "preferred_read_replica": -1, "records": records}
+        part = part_cls(version=v, **fields)
+        if g.leader is not None and v >= 12:
+            part.current_leader = part_cls.LeaderIdAndEpoch(version=v, leader_id=g.leader[0],
+                                                            leader_epoch=g.leader[1])
+            leaders.add(g.leader[0])
+        if w.topic_index != last_index:
+            topics.append(topic_cls(version=v, topic=w.topic or "",
+                                    topic_id=w.topic_id or uuid.UUID(int=0), partitions=[]))
+            last_index = w.topic_index
+        topics[-1].partitions.append(part)
+    resp = resp_cls(throttle_time_ms=0, error_code=top_error, session_id=0, responses=topics)
+    if v >= 16 and leaders:
+        resp.node_endpoints = _endpoints(ctx, resp_cls, leaders)
+    try:
+        encoded = bytes(resp.encode(version=v))
+        return RawBody(_splice(encoded, slots, codec.flexible(FETCH_KEY, v)))
+    except BaseException:
+        for _token, region in slots:
+            region.close()
+        raise
+
+
+def _endpoints(ctx: RequestContext, resp_cls: Any, ids: set[int]) -> list[Any]:
+    try:
+        brokers = ClusterState(ctx.broker, ctx.listener).brokers()
+    except Exception:
+        return []
+    return [resp_cls.NodeEndpoint(version=ctx.version, node_id=b.node_id, host=b.host,
+                                  port=b.port, rack=b.rack)
+            for b in brokers if b.node_id in ids]
+
+
+def records_prefix(size: int, flexible: bool) -> bytes:
+    """The length prefix of a ``records`` field of ``size`` bytes (non-null), by the
+    library's codecs: int32 (classic versions) or unsigned varint ``size + 1`` (compact)."""
+    return bytes(UnsignedVarInt32.encode(size + 1) if flexible else Int32.encode(size))
+
+
+def _splice(encoded: bytes, slots: list[tuple[bytes, FileRegion]], flexible: bool
+            ) -> list[bytes | bytearray | memoryview | FileRegion]:
+    """``encoded`` with each placeholder (and its prefix) replaced by the region's prefix and
+    the region, in order.
+
+    Raises:
+        AssertionError: a placeholder is missing (the encoder changed the layout).
+    """
+    parts: list[bytes | bytearray | memoryview | FileRegion] = []
+    view = memoryview(encoded)
+    cursor = 0
+    for token, region in slots:
+        needle = records_prefix(len(token), flexible) + token
+        at = encoded.find(needle, cursor)
+        if at < 0:
+            raise AssertionError("a records placeholder is missing from the encoded "
+                                 "FetchResponse")
+        parts.append(view[cursor:at])
+        parts.append(records_prefix(region.count, flexible))
+        parts.append(region)
+        cursor = at + len(needle)
+    parts.append(view[cursor:])
+    return parts
+
+
+__all__ = ["FETCH_KEY", "MAX_VERSION", "MIN_VERSION", "fetch", "records_prefix"]
