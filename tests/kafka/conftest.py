@@ -10,6 +10,8 @@
   ZooKeeper (:class:`tests.kafka.processes.KafkaProcessCluster`), each with a Kafka listener.
 - ``kafka_target``: parametrized over a standalone broker and a 3-broker in-process cluster,
   as a :class:`tests.kafka.targets.KafkaTarget` (``bootstrap_servers``, ``create_topic``).
+- ``system_target``: the same two, then 3 broker processes on ZooKeeper (marked ``servers``
+  and ``slow``).
 - ``kcat``: the path of ``kcat`` (Debian's package, installed on first use when root).
 
 Everything started is stopped at the end of the test. Client settings with short timeouts are
@@ -136,6 +138,20 @@ def kafka_target(request: pytest.FixtureRequest, make_kafka_broker: Callable[...
     if request.param == "standalone":
         return KafkaTarget("standalone", make_kafka_broker())
     return KafkaTarget("cluster", make_kafka_cluster())
+
+
+@pytest.fixture(params=["standalone", "cluster",
+                        pytest.param("zookeeper", marks=[pytest.mark.servers,
+                                                         pytest.mark.slow])])
+def system_target(request: pytest.FixtureRequest, make_kafka_broker: Callable[..., Broker],
+                  make_kafka_cluster: Callable[..., LocalCluster]) -> KafkaTarget:
+    """``kafka_target``'s two, then 3 broker processes on ZooKeeper (``servers``, ``slow``)."""
+    if request.param == "standalone":
+        return KafkaTarget("standalone", make_kafka_broker())
+    if request.param == "cluster":
+        return KafkaTarget("cluster", make_kafka_cluster())
+    make: Callable[..., KafkaProcessCluster] = request.getfixturevalue("make_process_cluster")
+    return KafkaTarget("zookeeper", make())
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,25 +26,16 @@ from tests.kafka.clients import (
     kafka_python_consumer_conf,
     kafka_python_producer_conf,
 )
-from tests.kafka.processes import KafkaProcessCluster
 from tests.kafka.targets import KafkaTarget
 
 PARTITIONS = 3
 COUNT = 300
 
 
-@pytest.fixture(params=["standalone", "cluster",
-                        pytest.param("zookeeper", marks=[pytest.mark.servers,
-                                                         pytest.mark.slow])])
-def target(request: pytest.FixtureRequest, make_kafka_broker: Callable[..., Broker],
-           make_kafka_cluster: Callable[..., LocalCluster]) -> KafkaTarget:
+@pytest.fixture
+def target(system_target: KafkaTarget) -> KafkaTarget:
     """A standalone broker, a 3-broker in-process cluster, 3 broker processes on ZooKeeper."""
-    if request.param == "standalone":
-        return KafkaTarget("standalone", make_kafka_broker())
-    if request.param == "cluster":
-        return KafkaTarget("cluster", make_kafka_cluster())
-    make: Callable[..., KafkaProcessCluster] = request.getfixturevalue("make_process_cluster")
-    return KafkaTarget("zookeeper", make())
+    return system_target
 
 
 def records(n: int = COUNT, tag: str = "") -> list[tuple[bytes, bytes]]:
