@@ -55,6 +55,7 @@ from kafka_tiers.log.log_dir_failure import (
     resource_error,
 )
 from kafka_tiers.log.log_manager import LogManager
+from kafka_tiers.log.producer_state import AppendOrigin
 from kafka_tiers.log.records import RecordBatch
 from kafka_tiers.placement.limits import check_request_entries
 from kafka_tiers.plugins.hooks import Hooks
@@ -515,6 +516,9 @@ class ReplicaManager:
         if move_to is not None:  # outside the lock: it may wait for a cancelled move to end
             self.log_manager.alter_replica_log_dirs({tp: move_to})
         p.topic_config = dict(e.get("topic_config") or {})
+        live = self.log_manager.get_log(tp)  # a topic config change applies at once
+        if live is not None:
+            live.config = self.log_manager.config.with_overrides(e.get("config") or {})
         with p.lock:
             if epoch < p.leader_epoch:
                 raise ApiError(f"{tp}: leader epoch {epoch} < {p.leader_epoch}",
@@ -647,11 +651,14 @@ class ReplicaManager:
                 self.on_data()
 
     def produce(self, tp: TopicPartition, records: bytes, acks: int,
-                timeout: float | None = None) -> tuple[int, int]:
+                timeout: float | None = None, *,
+                origin: AppendOrigin | None = None) -> tuple[int, int]:
         """Append as leader; returns ``(base offset, last offset)``.
 
         ``acks``: 0 or 1 return after the local append; -1 (all) waits until the high
-        watermark passes the records.
+        watermark passes the records. ``origin=AppendOrigin.CLIENT`` (a Kafka client's
+        Produce) checks producer epochs and sequences (``Log.append``); a duplicate returns
+        the original batch's offsets, once they are committed for ``acks=-1``.
 
         Raises:
             ApiError: ``NOT_LEADER_OR_FOLLOWER``, ``NOT_ENOUGH_REPLICAS`` (ISR below
@@ -676,7 +683,7 @@ class ReplicaManager:
                 # the epoch's checkpoint entry is durable before the first append in it (as
                 # Kafka); becoming leader left it in memory, so a failover writes nothing
                 p.log.leader_epoch_cache.flush()
-                info = p.log.append(records, leader_epoch=epoch)
+                info = p.log.append(records, leader_epoch=epoch, origin=origin)
             except (OSError, MemoryError) as exc:
                 resource = is_resource_exhaustion(exc)
                 if resource is None:

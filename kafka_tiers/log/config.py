@@ -82,6 +82,11 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
               "Bytes per second all replica moves between log dirs share (KIP-113); "
               "default unlimited.",
               aliases=("replica.alter.log.dirs.io.max.bytes.per.second",)),
+    ConfigKey("producer.id.expiration.ms", Int(min=1, bits=32), 86400000,
+              "A producer id idle this long (by its last batch's timestamp) is dropped from "
+              "a partition's producer state; its next batch is accepted at any sequence."),
+    ConfigKey("producer.id.expiration.check.interval.ms", Int(min=1, bits=32), 600000,
+              "How often a partition drops its expired producer ids (checked on append)."),
 )
 
 #: topic-level name -> (broker key, type) for per-topic overrides.
@@ -115,6 +120,8 @@ class LogConfig:
     flush_interval_ms: int = LONG_MAX
     message_timestamp_type: str = "CreateTime"
     max_message_bytes: int = 1048588
+    producer_id_expiration_ms: int = 86400000
+    producer_id_expiration_check_interval_ms: int = 600000
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -170,6 +177,9 @@ class LogConfig:
             flush_interval_ms=flush_ms,
             message_timestamp_type=get("log.message.timestamp.type", "CreateTime"),
             max_message_bytes=get("message.max.bytes", 1048588),
+            producer_id_expiration_ms=get("producer.id.expiration.ms", 86400000),
+            producer_id_expiration_check_interval_ms=get(
+                "producer.id.expiration.check.interval.ms", 600000),
         )
         return config.with_overrides(overrides or {})
 

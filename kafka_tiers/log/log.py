@@ -23,7 +23,7 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,7 +48,11 @@ from kafka_tiers.log.index import TimestampOffset
 from kafka_tiers.log.leader_epoch import LeaderEpochCache
 from kafka_tiers.log.log_loader import checked_offset, load_segments, segment_factory
 from kafka_tiers.log.names import SNAPSHOT_SUFFIX, parse_partition_dir
-from kafka_tiers.log.producer_state import ProducerStateManager
+from kafka_tiers.log.producer_state import (
+    REBUILD_SCAN_BYTES,
+    AppendOrigin,
+    ProducerStateManager,
+)
 from kafka_tiers.log.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -82,6 +86,9 @@ class AppendInfo:
     record_count: int
     valid_bytes: int
     log_start_offset: int
+    #: a client's retried batch already in the log: nothing was appended and the offsets
+    #: are the original batch's (Kafka answers a duplicate so)
+    duplicate: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = self._now_ms()
         self.producer_state = ProducerStateManager(directory)
+        self._last_producer_expiry_ms = self._now_ms()
         self._check_cursor = 0
         # checked against the log by open() (_check_leader_epochs)
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
@@ -397,7 +405,8 @@ class Log:
 
     # ------------------------------------------------------------------ append
     def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
-               leader_epoch: int | None = None) -> AppendInfo:
+               leader_epoch: int | None = None,
+               origin: AppendOrigin | None = None) -> AppendInfo:
         """Append one or more record batches.
 
         As leader (``assign_offsets=True``) the log assigns offsets from the log end offset,
@@ -406,8 +415,17 @@ class Log:
         keep their offsets and epochs, which must start at or after the log end offset and
         increase. Every batch is validated (size, magic, CRC) before anything is written.
 
+        ``origin`` (default: ``LOCAL`` as leader, ``REPLICATION`` as follower): with
+        ``AppendOrigin.CLIENT`` (a producer's request; leader only) each batch is checked
+        against the producer state (epochs, sequences, see
+        :mod:`~kafka_tiers.log.producer_state`), batch by batch; a retried batch among the
+        producer's last five makes the whole append write nothing and return that batch's
+        offsets with ``duplicate=True``. Every origin updates the producer state.
+
         Raises:
             InvalidRecordError: an empty, corrupt or out-of-order input (nothing is written).
+            ProducerStateError: (``CLIENT``) a batch breaking the idempotence rules: its
+                subclasses carry Kafka's error code (nothing is written).
             RecordTooLargeError: a batch above ``max.message.bytes`` or the input above the
                 segment size.
         """
@@ -438,6 +456,15 @@ class Log:
                     f"{len(buf)} bytes of batches exceed segment.bytes "
                     f"{self.config.segment_bytes}")
             now = self._now_ms()
+            if origin is AppendOrigin.CLIENT:
+                if not assign_offsets:
+                    raise ValueError("a client's append assigns offsets (it is a leader's)")
+                if now - self._last_producer_expiry_ms >= \
+                        self.config.producer_id_expiration_check_interval_ms:
+                    self._expire_producers(now)
+                duplicate = self._check_producers(batches)
+                if duplicate is not None:
+                    return duplicate
             if assign_offsets:
                 offset = self._log_end_offset
                 append_time = now if self.config.log_append_time else -1
@@ -487,6 +514,30 @@ class Log:
                               max_ts.offset, append_time, count, len(buf),
                               self._log_start_offset)
 
+    def _check_producers(self, batches: list[RecordBatch]) -> AppendInfo | None:
+        """Check a client's batches against the producer state, in order (as if each
+        before it were appended); returns the answer to a duplicate, or None."""
+        pending: dict[int, tuple[int, int]] = {}
+        offset = self._log_end_offset
+        for b in batches:
+            dup = self.producer_state.check(b, offset, pending)
+            if dup is not None:
+                logger.debug("%s: producer %d resent sequences %d..%d: answered with offsets "
+                             "%d..%d, nothing appended", self.dir.name, b.producer_id,
+                             dup.first_seq, dup.last_seq, dup.first_offset, dup.last_offset)
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
+                                  dup.last_offset, -1, 0, 0, self._log_start_offset,
+                                  duplicate=True)
+            offset += b.last_offset_delta + 1
+        return None
+
+    def _expire_producers(self, now: int) -> None:
+        self._last_producer_expiry_ms = now
+        dropped = self.producer_state.remove_expired(now, self.config.producer_id_expiration_ms)
+        if dropped:
+            logger.info("%s: %d producer id(s) idle for producer.id.expiration.ms=%d dropped",
+                        self.dir.name, dropped, self.config.producer_id_expiration_ms)
+
     def _apply_producer_batch(self, segment: LogSegment, batch: RecordBatch) -> None:
         """Update the producer table; an ABORT marker adds an entry to the segment's
         transaction index (first offset of the transaction, marker offset, last stable
@@ -511,6 +562,8 @@ class Log:
         snap = self.producer_state.load_latest(upto)
         start = snap if snap >= 0 else self._segments.bases[-1]
         start = min(start, upto)
+        if snap > 0 and self.producer_state.producers:
+            self._rebuild_batch_windows(snap)
         self.producer_state.map_end_offset = start
         if start >= self._log_end_offset:
             return
@@ -528,6 +581,56 @@ class Log:
                         self.producer_state.map_end_offset = batch.next_offset
         except CorruptRecordError as exc:  # served reads recover it; state stays partial
             logger.warning("%s: producer state replay stopped: %s", self.dir, exc)
+
+    def _rebuild_batch_windows(self, snapshot_offset: int) -> None:
+        """The snapshot keeps each producer's last batch only: read the last
+        ``REBUILD_SCAN_BYTES`` of the log before ``snapshot_offset`` (across segments) to
+        remember up to five batches per producer again, so a retry after a restart is still
+        answered with its offsets."""
+        idx = self._segment_index(snapshot_offset - 1)
+        if idx < 0:
+            return
+        try:
+            seg = self._segments[idx]
+            self._ensure_checked(seg)
+            end = seg.size
+            if seg.next_offset > snapshot_offset:
+                end = seg.offset_index.lookup(snapshot_offset).position
+                for header in seg.iter_headers(end):
+                    if header.base_offset >= snapshot_offset:
+                        break
+                    end = header.position + header.size
+            ranges = [(seg, end)]
+            budget = REBUILD_SCAN_BYTES - end
+            while budget > 0 and idx > 0 and self._segments.bases[idx - 1] >= \
+                    self._local_log_start_offset:
+                idx -= 1
+                seg = self._segments[idx]
+                self._ensure_checked(seg)
+                ranges.append((seg, seg.size))
+                budget -= seg.size
+            ranges.reverse()
+            first = ranges[0][0]
+            start = 0
+            floor = -budget if budget < 0 else 0
+            if floor > 0:
+                index = first.offset_index
+                lo, hi = 0, index.entries - 1
+                while lo <= hi:  # the last index entry at or before the floor
+                    mid = (lo + hi) // 2
+                    if index.entry(mid).position <= floor:
+                        start, lo = index.entry(mid).position, mid + 1
+                    else:
+                        hi = mid - 1
+
+            def batches() -> Iterator[RecordBatch]:
+                for n, (sg, stop) in enumerate(ranges):
+                    yield from sg.iter_batches(start if n == 0 else 0, stop)
+
+            self.producer_state.rebuild_windows(batches(), snapshot_offset)
+        except CorruptRecordError as exc:  # served reads recover it; the windows stay short
+            logger.warning("%s: rebuilding the producers' recent batches stopped: %s",
+                           self.dir, exc)
 
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
                     now: int) -> LogSegment:
@@ -996,7 +1099,7 @@ class Log:
             self._local_log_start_offset = offset
             self.leader_epoch_cache.clear()
             self.producer_state.delete_snapshots(above=-1)
-            self.producer_state.producers = {}
+            self.producer_state.clear()
             self._after_truncation()
 
     def _after_truncation(self) -> None:
