@@ -46,8 +46,12 @@ class FileRegion:
         return self.count
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        """Close ``fd``; idempotent (a second close must never close a descriptor the
+        number was given to meanwhile)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 @dataclass
