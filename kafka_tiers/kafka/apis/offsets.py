@@ -1,0 +1,132 @@
+"""Committed offsets, answered by the group coordinator
+(:mod:`kafka_tiers.kafka.groups.coordinator`):
+
+- OffsetCommit (8) v2-v9: stored in the group's ``__consumer_offsets`` partition with
+  ``acks=all`` before the answer; generation and member checked as Kafka does
+  (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS; generation -1 on an empty
+  group: a commit without group management); metadata longer than
+  ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE; v2-v4's ``retention_time_ms`` is
+  ignored (``offsets.retention.minutes`` applies, as Kafka 2.1+ does for empty groups).
+- OffsetFetch (9) v1-v9 (v8+: several groups; ``topics`` null: every committed partition).
+  An unknown partition or group answers offset -1 and no error.
+- OffsetDelete (47) v0: an empty group's offsets, or those of topics a consumer group does
+  not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for the others).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kafka_tiers.kafka.codec import response_class
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.groups.coordinator import CommitEntry, coordinator_of
+from kafka_tiers.kafka.groups.errors import NONE, GroupError
+from kafka_tiers.kafka.groups.records import OffsetValue
+from kafka_tiers.kafka.registry import handles
+
+OFFSET_COMMIT_KEY = 8
+OFFSET_FETCH_KEY = 9
+OFFSET_DELETE_KEY = 47
+
+
+@handles(OFFSET_COMMIT_KEY, 2, 9)
+def offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """OffsetCommit (see the module docstring)."""
+    v = ctx.version
+    entries = [CommitEntry(t.name, int(p.partition_index), int(p.committed_offset),
+                           int(p.committed_leader_epoch) if v >= 6 else -1,
+                           p.committed_metadata)
+               for t in request.topics for p in t.partitions]
+    errors = coordinator_of(ctx).commit(
+        group_id=request.group_id, generation=int(request.generation_id_or_member_epoch),
+        member_id=request.member_id or "",
+        group_instance_id=request.group_instance_id if v >= 7 else None, entries=entries)
+    cls = response_class(OFFSET_COMMIT_KEY, v)
+    tcls = cls.OffsetCommitResponseTopic
+    pcls = tcls.OffsetCommitResponsePartition
+    topics = [tcls(name=t.name, partitions=[
+        pcls(partition_index=p.partition_index,
+             error_code=errors.get((t.name, int(p.partition_index)), NONE))
+        for p in t.partitions]) for t in request.topics]
+    fields: dict[str, Any] = {"topics": topics}
+    if v >= 3:
+        fields["throttle_time_ms"] = 0
+    return cls(**fields)
+
+
+def _fetch_group(ctx: RequestContext, group_id: str, topics: Any
+                 ) -> tuple[int, list[tuple[str, list[tuple[int, OffsetValue | None]]]]]:
+    """One group's committed offsets: (error, [(topic, [(partition, value)])])."""
+    wanted = None if topics is None else [(t.name, int(p)) for t in topics
+                                          for p in t.partition_indexes]
+    try:
+        found = coordinator_of(ctx).fetch_offsets(group_id, wanted)
+    except GroupError as exc:
+        return exc.kafka_error_code, []
+    by_topic: dict[str, list[tuple[int, OffsetValue | None]]] = defaultdict(list)
+    for t, n, value in found:
+        by_topic[t].append((n, value))
+    return NONE, list(by_topic.items())
+
+
+@handles(OFFSET_FETCH_KEY, 1, 9)
+def offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    """OffsetFetch (see the module docstring)."""
+    v = ctx.version
+    cls = response_class(OFFSET_FETCH_KEY, v)
+    if v >= 8:
+        gcls = cls.OffsetFetchResponseGroup
+        tcls = gcls.OffsetFetchResponseTopics
+        pcls = tcls.OffsetFetchResponsePartitions
+        groups = []
+        for g in request.groups:
+            error, found = _fetch_group(ctx, g.group_id, g.topics)
+            groups.append(gcls(group_id=g.group_id, error_code=error, topics=[
+                tcls(name=t, partitions=[_partition(pcls, n, val) for n, val in parts])
+                for t, parts in found]))
+        return cls(throttle_time_ms=0, groups=groups)
+    error, found = _fetch_group(ctx, request.group_id, request.topics)
+    tcls = cls.OffsetFetchResponseTopic
+    pcls = tcls.OffsetFetchResponsePartition
+    if error and v < 2:  # no top-level error field: each partition carries it
+        found = [(t.name, [(int(p), None) for p in t.partition_indexes])
+                 for t in (request.topics or [])]
+    topics = [tcls(name=t, partitions=[_partition(pcls, n, val, error if v < 2 else NONE)
+                                       for n, val in parts])
+              for t, parts in found]
+    fields: dict[str, Any] = {"topics": topics}
+    if v >= 2:
+        fields["error_code"] = error
+    if v >= 3:
+        fields["throttle_time_ms"] = 0
+    return cls(**fields)
+
+
+def _partition(pcls: Any, n: int, value: OffsetValue | None, error: int = NONE) -> Any:
+    if value is None:
+        return pcls(partition_index=n, committed_offset=-1, committed_leader_epoch=-1,
+                    metadata="", error_code=error)
+    return pcls(partition_index=n, committed_offset=value.offset,
+                committed_leader_epoch=value.leader_epoch, metadata=value.metadata,
+                error_code=error)
+
+
+@handles(OFFSET_DELETE_KEY, 0, 0)
+def offset_delete(ctx: RequestContext, request: Any) -> Any:
+    """OffsetDelete (see the module docstring)."""
+    cls = response_class(OFFSET_DELETE_KEY, 0)
+    tcls = cls.OffsetDeleteResponseTopic
+    pcls = tcls.OffsetDeleteResponsePartition
+    wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
+    try:
+        errors = coordinator_of(ctx).delete_offsets(request.group_id, wanted)
+        top = NONE
+    except GroupError as exc:
+        errors, top = {}, exc.kafka_error_code
+    topics = [] if top else [
+        tcls(name=t.name, partitions=[
+            pcls(partition_index=p.partition_index,
+                 error_code=errors.get((t.name, int(p.partition_index)), NONE))
+            for p in t.partitions]) for t in request.topics]
+    return cls(error_code=top, throttle_time_ms=0, topics=topics)
