@@ -14,7 +14,9 @@
   and ``slow``).
 - ``kcat``: the path of ``kcat`` (Debian's package, installed on first use when root).
 
-Everything started is stopped at the end of the test. Client settings with short timeouts are
+Every broker gets :data:`tests.kafka.targets.FAST_GROUPS` unless the test overrides it (a
+group's first rebalance does not wait 3 s; a small offsets topic). Everything started is
+stopped at the end of the test. Client settings with short timeouts are
 in :mod:`tests.kafka.clients`.
 """
 
@@ -30,7 +32,7 @@ import pytest
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from tests.kafka.processes import KafkaProcessCluster
-from tests.kafka.targets import LISTENER, KafkaTarget
+from tests.kafka.targets import FAST_GROUPS, LISTENER, KafkaTarget
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def make_kafka_broker(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
     def make(background: bool = True, **config: str) -> Broker:
         n = len(made) + 1
         cfg = {"broker.id": str(n), "log.dirs": str(tmp_path / f"broker-{n}" / "data"),
-               "listeners": LISTENER}
+               "listeners": LISTENER, **FAST_GROUPS}
         cfg.update({k: str(v) for k, v in config.items()})
         broker = Broker(cfg, background=background)
         made.append(broker)
@@ -69,7 +71,7 @@ def make_kafka_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
 
     def make(brokers: int = 3, overrides: Mapping[str, str] | None = None, name: str = "kc",
              **kwargs: Any) -> LocalCluster:
-        cfg = {"listeners": LISTENER}
+        cfg = {"listeners": LISTENER, **FAST_GROUPS}
         cfg.update(overrides or {})
         cluster = LocalCluster(tmp_path / name, brokers, overrides=cfg, **kwargs)
         made.append(cluster)

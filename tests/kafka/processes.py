@@ -45,7 +45,8 @@ class KafkaBrokerProcess(BrokerProcess):
                  extra: Mapping[str, str] | None = None) -> None:
         self.kafka_port = free_port()
         self.kafka_address = f"127.0.0.1:{self.kafka_port}"
-        props = {"listeners": f"PLAINTEXT://{self.kafka_address}"}
+        props = {"listeners": f"PLAINTEXT://{self.kafka_address}",
+                 "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "5"}
         props.update(extra or {})
         super().__init__(broker_id, workdir, zk_connect, props)
 

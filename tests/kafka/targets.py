@@ -20,6 +20,10 @@ from tests.kafka.processes import KafkaProcessCluster, wait_until
 LISTENER = "PLAINTEXT://127.0.0.1:0"
 """The Kafka listener every in-process test broker opens (any free port)."""
 
+FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "5"}
+"""Group settings of every test broker (as Kafka's own test harness does): a new group's first
+rebalance does not wait for more members, and the offsets topic has 5 partitions, not 50."""
+
 
 @dataclass
 class KafkaTarget:
@@ -75,4 +79,4 @@ class KafkaTarget:
         wait_until(led, 20, f"every broker knows topic {name}")
 
 
-__all__ = ["LISTENER", "KafkaTarget"]
+__all__ = ["FAST_GROUPS", "LISTENER", "KafkaTarget"]
