@@ -218,9 +218,10 @@ def test_non_utf8_arguments_of_topics_produce(tmp_path: Path) -> None:
     raw = os.fsdecode(b"caf\xe9 \xff")  # what Python makes of bytes that are not UTF-8
     one_error(kt("topics", "produce", raw, "v", "--bootstrap-server", "127.0.0.1:1"),
               "error: Invalid value for 'NAME': topic name 'caf")
-    c = LocalCluster(tmp_path / "c", 1, transport="tcp").start()
+    c = LocalCluster(tmp_path / "c", 1, transport="tcp",
+                     overrides={"listeners": "PLAINTEXT://127.0.0.1:0"}).start()
     try:
-        boot = ",".join(c.addresses())
+        boot = c.bootstrap_servers  # Kafka listeners: the Kafka protocol
         assert kt("topics", "create", "t", "--partitions", "1", "--replication-factor", "1",
                   "--bootstrap-server", boot).code == 0
         ran = kt("topics", "produce", "t", raw, "plain", "--bootstrap-server", boot)
@@ -281,7 +282,9 @@ def test_cluster_start_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
+    # --base-port is the first broker's Kafka listener
+    assert lines == [f"error: listener PLAINTEXT cannot bind 127.0.0.1:{port}: Address already "
+                     "in use"]
 
 
 @pytest.mark.parametrize(("args", "start"), [

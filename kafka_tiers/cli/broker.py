@@ -3,6 +3,8 @@ member) as its own process on 127.0.0.1."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kafka_tiers.cli.output import parse_kv
@@ -16,20 +18,24 @@ def broker() -> None:
     Examples:
       kafka-tiers broker start --config server.properties
       kafka-tiers broker start --config server.properties --override broker.id=2 \\
-          --override port=9093
+          --override listeners=PLAINTEXT://127.0.0.1:9093
     """
 
 
 @broker.command("start")
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
-              help="server.properties (broker.id, log.dirs, port or listeners, "
-              "metadata.store, zookeeper.connect, broker.rack, ...).")
+              help="server.properties (broker.id, log.dirs, listeners (the Kafka listener), "
+              "port (the internal transport, 0: any free port), metadata.store, "
+              "zookeeper.connect, broker.rack, ...).")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="A config value replacing the file's (repeatable).")
 @click.option("--log-level", default="INFO", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
               help="Log level of the cluster messages (stderr).")
-def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="json: the ready line is one JSON object "
+              '({"event": "ready", "broker_id", "address", "bootstrap_servers"}).')
+def start(config_path: str, overrides: tuple[str, ...], log_level: str, fmt: str) -> None:
     """Start a broker in the foreground until SIGTERM or Ctrl-C (then a controlled shutdown:
     its leaderships move to other brokers before it stops). The process ends within
     broker.shutdown.timeout.ms of the signal: exit code 0 after a clean shutdown, 1 with
@@ -38,8 +44,11 @@ def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
 
     The broker registers in the metadata store (metadata.store=zookeeper with
     zookeeper.connect, or embedded with metadata.dir for brokers of one machine sharing
-    nothing else), takes part in the controller election and serves its replicas. One line
-    "broker <id> ready on 127.0.0.1:<port>" is printed once it is registered.
+    nothing else), takes part in the controller election and serves its replicas. With
+    `listeners` (e.g. listeners=PLAINTEXT://127.0.0.1:9092) it opens that Kafka listener for
+    Kafka clients. One line "broker <id> ready on <internal address>; bootstrap <host:port>
+    (Kafka listener)" is printed once it is registered (without listeners: "no Kafka
+    listener").
     """
     from kafka_tiers.broker import Broker
     from kafka_tiers.cli.config import print_config_warnings
@@ -58,13 +67,28 @@ def start(config_path: str, overrides: tuple[str, ...], log_level: str) -> None:
     node.start()  # a failed start cleans up after itself
     try:
         if not guard.requested.is_set():
-            click.echo(f"broker {node.broker_id} ready on {node.address}", err=False)
+            announce_ready(node, fmt)
         while not guard.requested.wait(0.5):
             pass
     finally:
         click.echo(f"broker {node.broker_id} stopping", err=True)
         node.shutdown()
         guard.done()
+
+
+def announce_ready(node: Any, fmt: str) -> None:
+    """Print that ``node`` (a started cluster broker) serves: its internal address and the
+    bootstrap address of its Kafka listeners (one line, or one JSON object)."""
+    import json
+
+    bootstrap = node.bootstrap_servers
+    if fmt == "json":
+        click.echo(json.dumps({"event": "ready", "broker_id": node.broker_id,
+                               "address": node.address, "bootstrap_servers": bootstrap or None}))
+        return
+    tail = (f"bootstrap {bootstrap} (Kafka listener)" if bootstrap else
+            "no Kafka listener (set listeners=PLAINTEXT://127.0.0.1:9092)")
+    click.echo(f"broker {node.broker_id} ready on {node.address}; {tail}")
 
 
 def setup_logging(level: str) -> None:
@@ -77,4 +101,4 @@ def setup_logging(level: str) -> None:
         logging.getLogger(name).setLevel(max(logging.WARNING, getattr(logging, level)))
 
 
-__all__ = ["broker", "setup_logging"]
+__all__ = ["announce_ready", "broker", "setup_logging"]

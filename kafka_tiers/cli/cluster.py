@@ -43,26 +43,60 @@ def parse_bootstrap(text: str, source: str) -> list[str]:
     return servers
 
 
-def _bootstrap(bootstrap: str | None, directory: str | None) -> list[str]:
+class Target:
+    """Where a command reaches a cluster: ``servers`` (``host:port``) and whether they are
+    Kafka listeners (``kafka``: the Kafka protocol only) or the internal transport of a
+    cluster started by ``kafka-tiers cluster start`` (its ``cluster.json``)."""
+
+    def __init__(self, servers: list[str], kafka: bool) -> None:
+        self.servers = servers
+        self.kafka = kafka
+
+
+def target(bootstrap: str | None, directory: str | None) -> Target:
+    """Which cluster a command talks to, and how: ``--bootstrap-server``, else
+    ``$KAFKA_TIERS_BOOTSTRAP`` (unless ``--dir`` is given): Kafka listeners, reached through
+    the Kafka protocol only; else the ``cluster.json`` of ``--dir`` (default
+    ./kafka-tiers-cluster): that cluster's internal transport; else Kafka's default listener
+    127.0.0.1:9092.
+
+    Raises:
+        click.UsageError: a malformed address list (see :func:`parse_bootstrap`).
+    """
     if bootstrap:
-        return parse_bootstrap(bootstrap, "--bootstrap-server")
+        return Target(parse_bootstrap(bootstrap, "--bootstrap-server"), True)
     env = os.environ.get("KAFKA_TIERS_BOOTSTRAP")
     if env and not directory:
-        return parse_bootstrap(env, "$KAFKA_TIERS_BOOTSTRAP")
+        return Target(parse_bootstrap(env, "$KAFKA_TIERS_BOOTSTRAP"), True)
     path = Path(directory or DEFAULT_DIR) / CLUSTER_FILE
     if path.exists():
         from kafka_tiers.placement.cluster_file import read_cluster_file
 
         servers = read_cluster_file(path).bootstrap
         if servers:
-            return servers
-    return ["127.0.0.1:9092"]
+            return Target(servers, False)
+    return Target(["127.0.0.1:9092"], True)
+
+
+def open_client(where: Target, timeout: float = 15.0) -> Any:
+    """A client of the cluster at ``where``: a
+    :class:`~kafka_tiers.cli.kafka_admin.KafkaAdmin` (Kafka protocol) or a
+    :class:`~kafka_tiers.cluster.client.ClusterClient` (internal transport); both offer the
+    methods the commands use, with the same result shapes."""
+    if where.kafka:
+        from kafka_tiers.cli.kafka_admin import KafkaAdmin
+
+        return KafkaAdmin(where.servers, timeout=timeout)
+    from kafka_tiers.cluster.client import ClusterClient
+
+    return ClusterClient(where.servers, timeout=timeout)
 
 
 _CONNECT = [
     click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
-                 help="Brokers to ask (default: the cluster started by `kafka-tiers cluster "
-                 "start` in --dir, else $KAFKA_TIERS_BOOTSTRAP, else 127.0.0.1:9092)."),
+                 help="Kafka listeners to ask, through the Kafka protocol only (also an Apache "
+                 "Kafka cluster; default: $KAFKA_TIERS_BOOTSTRAP, else the cluster started by "
+                 "`kafka-tiers cluster start` in --dir, else 127.0.0.1:9092)."),
     click.option("--dir", "directory", type=click.Path(file_okay=False),
                  help=f"The directory of `kafka-tiers cluster start` (default ./{DEFAULT_DIR})."),
 ]
@@ -88,9 +122,7 @@ def _topic(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 
 
 def _client(bootstrap: str | None, directory: str | None) -> Any:
-    from kafka_tiers.cluster.client import ClusterClient
-
-    return ClusterClient(_bootstrap(bootstrap, directory), timeout=15)
+    return open_client(target(bootstrap, directory))
 
 
 # ---------------------------------------------------------------------- cluster
@@ -109,9 +141,27 @@ def cluster() -> None:
 
 
 #: Keys ``cluster start`` sets per broker: given in --config or --set, they are ignored with a
-#: warning.
+#: warning. ``listeners`` (the Kafka listener: 127.0.0.1 on --base-port + n - 1, or a free
+#: port) and ``advertised.listeners`` differ per broker; ``port`` is the internal transport
+#: (any free port).
 PER_BROKER_KEYS = ("broker.id", "node.id", "log.dirs", "log.dir", "port", "listeners",
-                   "broker.rack")
+                   "advertised.listeners", "broker.rack")
+
+
+def _kafka_cluster(base_port: int, **kwargs: Any) -> Any:
+    """A :class:`~kafka_tiers.cluster.local_cluster.LocalCluster` whose broker n opens a
+    Kafka listener on 127.0.0.1:``base_port + n - 1`` (``base_port`` 0: any free port); the
+    internal transport takes any free port."""
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+
+    class KafkaListenersCluster(LocalCluster):
+        def broker_config(self, broker_id: int) -> dict[str, str]:
+            cfg = super().broker_config(broker_id)
+            port = base_port + broker_id - 1 if base_port else 0
+            cfg["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+            return cfg
+
+    return KafkaListenersCluster(base_port=0, **kwargs)
 
 
 @cluster.command("start")
@@ -123,26 +173,31 @@ PER_BROKER_KEYS = ("broker.id", "node.id", "log.dirs", "log.dir", "port", "liste
 @click.option("--zookeeper-connect", help="With --metadata-store zookeeper: host:port[/chroot].")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=DEFAULT_DIR,
               show_default=True, help="Where the brokers' log dirs and the metadata live.")
-@click.option("--base-port", type=click.IntRange(min=0, max=65000), default=9092,
-              show_default=True, help="Broker n listens on base-port+n-1 (0: any free port).")
+@click.option("--base-port", type=click.IntRange(min=0, max=65000), default=0,
+              show_default=True, help="Broker n's Kafka listener is 127.0.0.1:base-port+n-1 "
+              "(0: any free port; the bootstrap address is printed).")
 @click.option("--placer", help="broker.replica.placer for every broker (default rack-aware).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="server.properties whose keys every broker takes (ids, dirs and ports are "
-              "set per broker).")
+              help="server.properties whose keys every broker takes (ids, dirs, listeners and "
+              "ports are set per broker).")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A broker config value for every broker (repeatable).")
 @click.option("--status-interval", type=Seconds(maximum=3600), default=2.0, show_default=True,
               help="Seconds between status checks (the table is printed when it changes).")
 @click.option("--log-level", default="WARNING", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+@FORMAT_OPTION
 def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connect: str | None,
           directory: str, base_port: int, placer: str | None, config_path: str | None,
-          settings: tuple[str, ...], status_interval: float, log_level: str) -> None:
+          settings: tuple[str, ...], status_interval: float, log_level: str, fmt: str) -> None:
     """Start a cluster of brokers in this process, in the foreground, until Ctrl-C.
 
-    Brokers listen on 127.0.0.1 (TCP) so other processes and `kafka-tiers topics` /
-    `kafka-tiers cluster describe` reach them; the brokers (racks, addresses) are written to
-    <dir>/cluster.json, which `kafka-tiers place --cluster` reads too. A status table
+    Every broker opens a Kafka listener on 127.0.0.1 (a free port, or --base-port + n - 1),
+    so Kafka clients (kcat, confluent-kafka, kafka-python) and `kafka-tiers ...
+    --bootstrap-server` reach it; the bootstrap address is printed once the cluster runs
+    (with --format json: one JSON line with "bootstrap_servers" and each broker's listener).
+    The brokers' internal transport (racks, addresses) is written to <dir>/cluster.json,
+    which `kafka-tiers place --cluster` and the commands given --dir read. A status table
     (brokers, controller, partitions) is printed at start and whenever it changes. Ctrl-C
     stops every broker cleanly; starting again on the same --dir keeps the topics and their
     data (embedded store: <dir>/metadata). SIGTERM or Ctrl-C ends the process within
@@ -151,7 +206,6 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     """
     from kafka_tiers.cli.broker import setup_logging
     from kafka_tiers.cli.stopping import TIMEOUT_KEY, StopOnSignal
-    from kafka_tiers.cluster.local_cluster import LocalCluster
     from kafka_tiers.config import read_properties
 
     setup_logging(log_level)
@@ -174,16 +228,15 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     if ignored:  # cluster start sets these per broker: say so rather than drop them silently
         print_config_warnings([
             f"{', '.join(ignored)} ignored: cluster start gives each broker its own id, log "
-            "dirs, port and rack (--brokers, --dir, --base-port, --racks); remove "
+            "dirs, listeners, ports and rack (--brokers, --dir, --base-port, --racks); remove "
             f"{'it' if len(ignored) == 1 else 'them'} from --config/--set"])
     rack_list = [r.strip() for r in racks.split(",")] if racks is not None else None
     if rack_list is not None and not all(rack_list):
         raise click.BadParameter(f"expected comma-separated non-empty racks, got {racks!r}",
                                  param_hint="--racks")
-    c = LocalCluster(directory, brokers, racks=rack_list,
-                     overrides=overrides, transport="tcp", metadata_store=metadata_store,
-                     zookeeper_connect=zookeeper_connect, fast_failure=False,
-                     base_port=base_port)
+    c = _kafka_cluster(base_port, directory=directory, brokers=brokers, racks=rack_list,
+                       overrides=overrides, transport="tcp", metadata_store=metadata_store,
+                       zookeeper_connect=zookeeper_connect, fast_failure=False)
     # SIGTERM / SIGINT: every broker stops cleanly, and the process ends within
     # broker.shutdown.timeout.ms of the signal whatever those shutdowns do
     def flush_all() -> None:
@@ -201,15 +254,24 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
             ClusterView([BrokerInfo(b, c.broker_config(b).get("broker.rack")) for b in c.live]),
             addresses={b: c.broker(b).address for b in c.live}, metadata_store=metadata_store))
         client = c.client()
-        click.echo(f"cluster of {brokers} broker(s) running; bootstrap "
-                   f"{','.join(c.addresses())}; Ctrl-C stops it")
+        if fmt == "json":  # one line: a reader takes it as soon as the cluster runs
+            import json
+
+            click.echo(json.dumps({"event": "running", "brokers": [
+                {"broker_id": b, "rack": c.broker_config(b).get("broker.rack"),
+                 "bootstrap_servers": c.broker(b).bootstrap_servers,
+                 "internal_address": c.broker(b).address} for b in c.live],
+                "bootstrap_servers": c.bootstrap_servers, "dir": str(directory)}))
+        else:
+            click.echo(f"cluster of {brokers} broker(s) running; bootstrap "
+                       f"{c.bootstrap_servers} (Kafka listeners); Ctrl-C stops it")
         last = None
         while True:
             try:
                 status = _status(client.metadata())
             except Exception as exc:  # keep serving; report
                 status = {"error": str(exc)}
-            if status != last:
+            if status != last and fmt != "json":
                 _print_status(status)
                 last = status
             if stop.wait(status_interval):
@@ -306,11 +368,11 @@ def reassign(bootstrap: str | None, directory: str | None, json_file: str, actio
     """
     if action is None:
         raise click.UsageError("give --execute or --verify")
-    reassign_on_cluster(_bootstrap(bootstrap, directory), json_file, action, wait=wait,
+    reassign_on_cluster(target(bootstrap, directory), json_file, action, wait=wait,
                         timeout=timeout, fmt=fmt)
 
 
-def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wait: bool,
+def reassign_on_cluster(where: Target, json_file: str, action: str, *, wait: bool,
                         timeout: float, fmt: str) -> None:
     """Run a reassignment file through the cluster's controller and report per partition
     (``cluster reassign``, and ``kafka-tiers reassign --bootstrap-server``); exits 0 when
@@ -323,7 +385,7 @@ def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wa
         parse_reassignment(doc)
     except ReassignmentError as exc:
         raise KafkaTiersError(f"{json_file}: {exc}") from None
-    rows = run_reassignment(bootstrap, doc, action, wait=wait, timeout=timeout)
+    rows = run_reassignment(where, doc, action, wait=wait, timeout=timeout)
     if fmt == "json":
         emit_json({"action": action, "partitions": rows})
     else:
@@ -334,29 +396,40 @@ def reassign_on_cluster(bootstrap: list[str], json_file: str, action: str, *, wa
                      (action == "execute" and not wait) else 1)
 
 
-def run_reassignment(bootstrap: list[str], doc: dict[str, Any], action: str, *,
+def run_reassignment(where: Target, doc: dict[str, Any], action: str, *,
                      wait: bool = True, timeout: float = 300.0) -> list[dict[str, Any]]:
     """Execute (``action="execute"``) or verify a reassignment document (Kafka's JSON with
-    ``log_dirs``) on the cluster at ``bootstrap``; one row per partition
+    ``log_dirs``) on the cluster at ``where``; one row per partition
     (``topic``, ``partition``, ``state``: done / in progress / not done / log dir not
-    reached, ``replicas``, ``wanted``). The entry point ``kafka-tiers reassign`` can call
-    for replicas on other brokers.
+    reached, ``replicas``, ``wanted``).
+
+    Through the Kafka protocol: AlterReplicaLogDirs for the replicas given a log dir, then
+    AlterPartitionReassignments; with ``wait``, ListPartitionReassignments until none of
+    the file's partitions is pending, then AlterReplicaLogDirs again for a replica not yet in
+    its dir (its broker moves it) until DescribeLogDirs shows every one in place.
 
     Raises:
         KafkaTiersError: with ``wait``, the reassignment did not finish in ``timeout``.
-        TransportError: the cluster cannot be reached.
+        TransportError / KafkaAdminError: the cluster cannot be reached, or refused.
     """
     import time
 
     from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.cluster.client import ClusterClient
 
     entries = doc["partitions"]
-    with ClusterClient(bootstrap, timeout=15) as client:
+    with open_client(where, timeout=15) as client:
         if action == "execute":
             client.reassign(entries)
             deadline = time.monotonic() + timeout
-            while wait and client.reassignments():
+            mine = {(e["topic"], int(e["partition"])) for e in entries}
+            while wait:
+                pending = {(r["topic"], r["partition"]) for r in client.reassignments()}
+                rows = None
+                if not pending & mine:
+                    rows = verify_rows(client, entries)
+                    if not where.kafka or all(r["state"] == "done" for r in rows):
+                        return rows
+                    client.alter_log_dirs(entries)  # the new replicas exist now
                 if time.monotonic() > deadline:
                     raise KafkaTiersError("the reassignment did not finish in time "
                                           "(it continues; follow with --verify)")
@@ -365,7 +438,8 @@ def run_reassignment(bootstrap: list[str], doc: dict[str, Any], action: str, *,
 
 
 def verify_rows(client: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per partition: done when the replicas are the wanted ones, in the wanted log dirs."""
+    """Per partition: done when the replicas are the wanted ones, in the wanted log dirs (a
+    replica's -future copy does not count until it took the replica's place)."""
     pending = {(e["topic"], int(e["partition"])) for e in client.reassignments()}
     dirs_of: dict[int, dict[tuple[str, int], str]] = {}
     rows = []
@@ -381,7 +455,7 @@ def verify_rows(client: Any, entries: list[dict[str, Any]]) -> list[dict[str, An
             if b not in dirs_of:
                 dirs_of[b] = {(rep["topic"], rep["partition"]): ld["path"]
                               for ld in client.describe_log_dirs(b)
-                              for rep in ld["partitions"]}
+                              for rep in ld["partitions"] if not rep.get("is_future")}
             if os.path.normpath(dirs_of[b].get(key, "")) != os.path.normpath(d):
                 state = "log dir not reached"
         rows.append({"topic": key[0], "partition": key[1], "state": state,
@@ -412,6 +486,7 @@ def topics() -> None:
     Examples:
       kafka-tiers topics create orders --partitions 6 --replication-factor 3
       kafka-tiers topics describe orders
+      kafka-tiers topics list --bootstrap-server 127.0.0.1:9092
       kafka-tiers topics produce orders --partition 0 hello world
       kafka-tiers topics consume orders --partition 0
     """
@@ -465,6 +540,21 @@ def describe_topics(name: str | None, bootstrap: str | None, directory: str | No
         _print_partitions(md["topics"])
 
 
+@topics.command("list")
+@connect_options
+@FORMAT_OPTION
+def list_topics(bootstrap: str | None, directory: str | None, fmt: str) -> None:
+    """The names of the cluster's topics (Metadata), one a line."""
+    with _client(bootstrap, directory) as client:
+        md = client.metadata()
+    names = sorted(t["topic"] for t in md["topics"] if not t["error"])
+    if fmt == "json":
+        emit_json(names)
+    else:
+        for n in names:
+            click.echo(n)
+
+
 @topics.command("delete")
 @click.argument("name", callback=_topic)
 @connect_options
@@ -502,21 +592,23 @@ def produce(name: str, values: tuple[str, ...], bootstrap: str | None, directory
 def consume(name: str, bootstrap: str | None, directory: str | None, partition: int,
             offset: int, fmt: str) -> None:
     """Print the committed records of a partition (up to its high watermark)."""
-    with _client(bootstrap, directory) as client:
-        out = []
-        while True:
+    where = target(bootstrap, directory)
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    with open_client(where) as client:
+        if where.kafka:  # ListOffsets and Fetch, through a Kafka consumer
+            out = client.fetch_all(name, partition, offset)
+        while not where.kafka:
             recs, hw = client.fetch(name, partition, offset)
             recs = [r for r in recs if r.offset < hw]
-            out.extend(recs)
+            out.extend((r.offset, r.key, r.value) for r in recs)
             if not recs:
                 break
             offset = recs[-1].offset + 1
     if fmt == "json":
-        emit_json([{"offset": r.offset, "key": _text(r.key), "value": _text(r.value)}
-                   for r in out])
+        emit_json([{"offset": o, "key": _text(k), "value": _text(v)} for o, k, v in out])
     else:
-        for r in out:
-            click.echo(f"{r.offset}\t{_text(r.value)}")
+        for o, _k, v in out:
+            click.echo(f"{o}\t{_text(v)}")
 
 
 def _text(b: bytes | None) -> str | None:

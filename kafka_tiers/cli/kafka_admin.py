@@ -323,7 +323,7 @@ class KafkaAdmin:
     def alter_log_dirs(self, entries: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int],
                                                                            str]:
         """AlterReplicaLogDirs for every replica with a log dir other than ``any``; returns
-        the error name per ``(topic, partition, broker)`` (``NONE``: accepted;
+        the error name per ``(topic, partition, broker)`` (``NO_ERROR``: accepted;
         ``REPLICA_NOT_AVAILABLE`` / ``NOT_LEADER_OR_FOLLOWER``: the replica is not there yet).
         """
         moves = {(e["topic"], int(e["partition"]), int(b)): d
@@ -336,10 +336,10 @@ class KafkaAdmin:
             results = self.admin.alter_replica_log_dirs(moves)
         out = {}
         for tpr, err in results.items():
-            name = getattr(err, "message", "NONE")
+            name = getattr(err, "message", "NO_ERROR")
             key = (tpr.topic, tpr.partition, tpr.broker_id)
             out[key] = name
-            if name not in ("NONE", "REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"):
+            if name not in ("NO_ERROR", "REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"):
                 raise KafkaAdminError(f"AlterReplicaLogDirs {tpr.topic}-{tpr.partition} on "
                                       f"broker {tpr.broker_id} -> {moves[key]}: {name}", name)
         return out

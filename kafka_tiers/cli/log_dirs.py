@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kafka_tiers.cli.output import check_output_file, console, emit_json
+from kafka_tiers.cli.output import broker_ids_callback, check_output_file, console, emit_json
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -75,15 +75,58 @@ def log_dirs() -> None:
     """
 
 
+_BOOTSTRAP = click.option(
+    "--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+    help="Instead of --config: a running cluster's Kafka listeners (also Apache Kafka), "
+    "asked through the Kafka protocol (DescribeLogDirs, Metadata).")
+
+
+def describe_remote(bootstrap: str, broker_ids: list[int] | None,
+                    topics: list[str] | None) -> dict[int, list[Any]]:
+    """Per broker (every broker of the cluster, or ``broker_ids``), its log dirs as
+    :class:`~kafka_tiers.log.describe.LogDirDescription`, from DescribeLogDirs.
+
+    Raises:
+        click.BadParameter: a broker id that is not in the cluster.
+    """
+    from kafka_tiers.cli.cluster import open_client, target
+
+    with open_client(target(bootstrap, None)) as admin:
+        known = [b["broker_id"] for b in admin.metadata([])["brokers"]]
+        wanted = known if broker_ids is None else broker_ids
+        unknown = [b for b in wanted if b not in known]
+        if unknown:
+            raise click.BadParameter(f"broker {', '.join(map(str, unknown))} is not in the "
+                                     f"cluster at {bootstrap} (brokers {known})",
+                                     param_hint="--broker-ids")
+        return {b: descriptions_of(admin.describe_log_dirs(b, topics)) for b in wanted}
+
+
+def descriptions_of(dirs: list[dict[str, Any]]) -> list[Any]:
+    """DescribeLogDirs results (``KafkaAdmin.describe_log_dirs``) as log dir descriptions
+    (the log end offset is not in Kafka's answer: -1)."""
+    from kafka_tiers.log.describe import LogDirDescription, ReplicaDescription
+
+    return [LogDirDescription(
+        d["path"], d["error"],
+        tuple(ReplicaDescription(p["topic"], p["partition"], p["size"], -1, p["is_future"])
+              for p in sorted(d["partitions"], key=lambda p: (p["topic"], p["partition"]))),
+        max(d["total_bytes"], 0), max(d["usable_bytes"], 0),
+        None if d["error"] is None else "reported by the broker") for d in dirs]
+
+
 @log_dirs.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="The broker's server.properties (its log.dirs are described).")
+@_BOOTSTRAP
+@click.option("--broker-ids", callback=broker_ids_callback,
+              help="With --bootstrap-server: only these brokers, e.g. 1,2 (default all).")
 @click.option("--log-dirs", "only_dirs", callback=_csv, help="Only these dirs: d1,d2.")
 @click.option("--topics", callback=_csv, help="Only these topics: t1,t2.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="json: document 000's kafka-log-dirs format.")
-def describe(config_path: str, only_dirs: list[str] | None, topics: list[str] | None,
-             fmt: str) -> None:
+def describe(config_path: str | None, bootstrap: str | None, broker_ids: list[int] | None,
+             only_dirs: list[str] | None, topics: list[str] | None, fmt: str) -> None:
     """Show each log dir's state, usage and partitions (size, log end offset, and whether
     the replica is temporary: the -future log of a move in progress).
 
@@ -94,21 +137,50 @@ def describe(config_path: str, only_dirs: list[str] | None, topics: list[str] | 
     Examples:
       kafka-tiers log-dirs describe --config server.properties
       kafka-tiers log-dirs describe --config server.properties --log-dirs /data/d1 --format json
+      kafka-tiers log-dirs describe --bootstrap-server 127.0.0.1:9092 --broker-ids 1
+
+    With --bootstrap-server, every broker of a running cluster (or --broker-ids) answers
+    through the Kafka protocol (DescribeLogDirs); --format json is then
+    {"version": 1, "brokers": [{"broker": ID, "log_dirs": [...]}]}.
     """
     from kafka_tiers.log.describe import to_json
 
+    if (config_path is None) == (bootstrap is None):
+        raise click.UsageError("give --config (this broker's log dirs) or --bootstrap-server "
+                               "(a running cluster's Kafka listeners): exactly one of them")
+    if bootstrap is not None:
+        per_broker = describe_remote(bootstrap, broker_ids, topics)
+        if only_dirs:
+            import os
+
+            keep = {os.path.normpath(d) for d in only_dirs}
+            per_broker = {b: [d for d in ds if os.path.normpath(d.path) in keep]
+                          for b, ds in per_broker.items()}
+        if fmt == "json":
+            emit_json({"version": 1, "brokers": [{"broker": b, **to_json(ds)}
+                                                 for b, ds in per_broker.items()]})
+            return
+        for b, ds in per_broker.items():
+            _print_dirs(ds, f"broker {b}: {len(ds)} log dir(s)")
+        return
+    assert config_path is not None
     _cfg, dirs = load_dirs(config_path)
     descs, running = describe_dirs(dirs, only_dirs, topics)
     if fmt == "json":
         emit_json(to_json(descs))
         return
+    state = "running" if running else "not running"
+    _print_dirs(descs, f"broker {state}; {len(descs)} log dir(s)")
+
+
+def _print_dirs(descs: list[Any], heading: str) -> None:
+    """One broker's log dirs for people: state, usage bar, replicas."""
     from rich.table import Table
 
     out = console()
     out.soft_wrap = True
     biggest = max((d.bytes_used for d in descs), default=0) or 1
-    state = "running" if running else "not running"
-    out.print(f"broker {state}; {len(descs)} log dir(s)")
+    out.print(heading)
     for d in descs:
         out.print()
         if not d.is_live:
@@ -129,7 +201,8 @@ def describe(config_path: str, only_dirs: list[str] | None, topics: list[str] | 
         for col, just in columns:
             table.add_column(col, justify=just)
         for p in d.partitions:
-            table.add_row(f"  {p.topic}-{p.partition}", _human(p.size), str(p.log_end_offset),
+            table.add_row(f"  {p.topic}-{p.partition}", _human(p.size),
+                          str(p.log_end_offset) if p.log_end_offset >= 0 else "-",
                           "temporary (move in progress)" if p.is_temporary else "")
         out.print(table)
 
@@ -171,13 +244,17 @@ def plan_moves(descs: list[Any]) -> list[tuple[Any, str, str]]:
 
 
 @log_dirs.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="The broker's server.properties.")
+@_BOOTSTRAP
+@click.option("--broker-id", type=click.IntRange(min=0),
+              help="With --bootstrap-server: the broker whose log dirs to even out.")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the reassignment JSON here (for `kafka-tiers reassign`).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="json: print the reassignment JSON to stdout.")
-def plan(config_path: str, output: str | None, fmt: str) -> None:
+def plan(config_path: str | None, bootstrap: str | None, broker_id: int | None,
+         output: str | None, fmt: str) -> None:
     """Propose moves that even out the bytes held by a broker's log dirs.
 
     This automates the operational procedure of document 000: describe the dirs, decide
@@ -188,18 +265,50 @@ def plan(config_path: str, output: str | None, fmt: str) -> None:
     Examples:
       kafka-tiers log-dirs plan --config server.properties --output plan.json
       kafka-tiers reassign --config server.properties --reassignment-json-file plan.json --execute
+      kafka-tiers log-dirs plan --bootstrap-server 127.0.0.1:9092 --broker-id 2 \\
+          --output plan.json
+      kafka-tiers reassign --bootstrap-server 127.0.0.1:9092 --reassignment-json-file \\
+          plan.json --execute
+
+    With --bootstrap-server the dirs come from DescribeLogDirs, and each partition's
+    current replicas from Metadata (the live cluster's ClusterView): the file keeps every
+    replica where it is ("any") and names a dir for the broker's replica only.
     """
     import json
 
     from kafka_tiers.log.checkpoints import write_atomic
 
-    cfg, dirs = load_dirs(config_path)
-    broker = cfg["broker.id"]
-    descs, _running = describe_dirs(dirs)
-    moves = plan_moves(descs)
-    doc = {"version": 1, "partitions": [
-        {"topic": p.topic, "partition": p.partition, "replicas": [broker], "log_dirs": [dst]}
-        for p, _src, dst in moves]}
+    if (config_path is None) == (bootstrap is None):
+        raise click.UsageError("give --config (this broker's log dirs) or --bootstrap-server "
+                               "with --broker-id (a running cluster): exactly one of them")
+    if bootstrap is not None:
+        if broker_id is None:
+            raise click.UsageError("--bootstrap-server needs --broker-id (the broker whose log "
+                                   "dirs to even out)")
+        broker = broker_id
+        descs = describe_remote(bootstrap, [broker], None)[broker]
+        moves = plan_moves(descs)
+        from kafka_tiers.api import TopicPartition
+        from kafka_tiers.cli.place import live_cluster_view
+
+        current = live_cluster_view(bootstrap).assignments
+        entries = []
+        for p, _src, dst in moves:
+            replicas = list(current.get(TopicPartition(p.topic, p.partition), [broker]))
+            entries.append({"topic": p.topic, "partition": p.partition, "replicas": replicas,
+                            "log_dirs": [dst if r == broker else "any" for r in replicas]})
+        doc = {"version": 1, "partitions": entries}
+        apply = f"--bootstrap-server {bootstrap}"
+    else:
+        assert config_path is not None
+        cfg, dirs = load_dirs(config_path)
+        broker = cfg["broker.id"]
+        descs, _running = describe_dirs(dirs)
+        moves = plan_moves(descs)
+        doc = {"version": 1, "partitions": [
+            {"topic": p.topic, "partition": p.partition, "replicas": [broker],
+             "log_dirs": [dst]} for p, _src, dst in moves]}
+        apply = f"--config {config_path}"
     if output:
         check_output_file(output, "--output")
         try:
@@ -230,10 +339,11 @@ def plan(config_path: str, output: str | None, fmt: str) -> None:
     if not moves:
         out.print("  the dirs are as even as moving whole replicas can make them")
     elif output:
-        out.print(f"written to {output}; apply with: kafka-tiers reassign --config "
-                  f"{config_path} --reassignment-json-file {output} --execute")
+        out.print(f"written to {output}; apply with: kafka-tiers reassign {apply} "
+                  f"--reassignment-json-file {output} --execute")
     else:
         out.print("add --output plan.json to write the reassignment file")
 
 
-__all__ = ["describe_dirs", "load_dirs", "log_dirs", "plan_moves"]
+__all__ = ["describe_dirs", "describe_remote", "descriptions_of", "load_dirs", "log_dirs",
+           "plan_moves"]

@@ -10,9 +10,13 @@ from kafka_tiers.cli.output import broker_ids_callback, console, emit_json
 
 
 @click.command()
-@click.option("--cluster", "cluster_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--cluster", "cluster_path", type=click.Path(dir_okay=False),
               help="cluster.json: brokers (id, rack, fenced) and optional current assignments "
               "(the file `kafka-tiers cluster start` writes works too).")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+              help="Instead of --cluster: a running cluster's Kafka listeners (also Apache "
+              "Kafka); its brokers, racks and current assignments are read through the Kafka "
+              "protocol (Metadata, DescribeCluster).")
 @click.option("--partitions", type=click.IntRange(min=1), required=True,
               help="How many partitions to place.")
 @click.option("--replication-factor", type=int, required=True, help="Replicas per partition.")
@@ -31,7 +35,8 @@ from kafka_tiers.cli.output import broker_ids_callback, console, emit_json
               show_default=True, help="json: Kafka's reassignment document.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
               help="Partition rows shown in the table (the figures cover all).")
-def place(cluster_path: str, partitions: int, replication_factor: int, placer: str | None,
+def place(cluster_path: str | None, bootstrap: str | None, partitions: int,
+          replication_factor: int, placer: str | None,
           config_path: str | None, broker_ids: list[int] | None, force_simple: bool,
           seed: int | None, topic: str, fmt: str, max_rows: int) -> None:
     """Place a topic's replicas on a cluster through a replica placer.
@@ -45,6 +50,8 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
       kafka-tiers place --cluster cluster.json --partitions 12 --replication-factor 3
       kafka-tiers place --cluster cluster.json --partitions 6 --replication-factor 3 \\
           --placer multi-level-rack --seed 7 --topic orders --format json > plan.json
+      kafka-tiers place --bootstrap-server 127.0.0.1:9092 --topic orders --partitions 6 \\
+          --replication-factor 3 --format json
     """
     from kafka_tiers.config import BrokerConfig
     from kafka_tiers.log.names import validate_topic
@@ -59,14 +66,23 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
         overrides["placer.seed"] = str(seed)
     cfg = (BrokerConfig.from_file(config_path, overrides) if config_path
            else BrokerConfig(overrides))
-    cluster = with_running_topics(read_cluster_file(cluster_path), cluster_path)
+    if (cluster_path is None) == (bootstrap is None):
+        raise click.UsageError("give --cluster (a cluster.json) or --bootstrap-server (a "
+                               "running cluster's Kafka listeners): exactly one of them")
+    if bootstrap is not None:
+        cluster = live_cluster_view(bootstrap)
+        source = f"the cluster at {bootstrap}"
+    else:
+        assert cluster_path is not None
+        cluster = with_running_topics(read_cluster_file(cluster_path), cluster_path)
+        source = f"the cluster of {cluster_path}"
     if broker_ids is not None:
         known = {b.broker_id for b in cluster.brokers}
         unknown = [b for b in broker_ids if b not in known]
         if unknown:
             raise click.BadParameter(
                 f"broker {', '.join(map(str, unknown))} {'is' if len(unknown) == 1 else 'are'} "
-                f"not in the cluster of {cluster_path} (brokers {sorted(known)}); give ids of "
+                f"not in {source} (brokers {sorted(known)}); give ids of "
                 "its brokers", param_hint="--broker-ids")
     with PlacementService(cfg) as core:
         plan = core.plan_topic(cluster, topic, partitions, replication_factor,
@@ -76,6 +92,15 @@ def place(cluster_path: str, partitions: int, replication_factor: int, placer: s
         emit_json(reassignment_json(plan))
         return
     show_placement(plan, cluster, broker_ids, placer_name, max_rows)
+
+
+def live_cluster_view(bootstrap: str) -> Any:
+    """The :class:`~kafka_tiers.api.ClusterView` of a running cluster (brokers, racks,
+    fenced brokers and every topic's current assignment) read through its Kafka listeners."""
+    from kafka_tiers.cli.cluster import open_client, target
+
+    with open_client(target(bootstrap, None)) as admin:
+        return admin.cluster_view()
 
 
 def with_running_topics(doc: Any, path: str) -> Any:
@@ -165,4 +190,4 @@ def show_placement(plan: dict[Any, list[int]], cluster: Any, broker_ids: list[in
     out.print(figures)
 
 
-__all__ = ["place", "show_placement", "with_running_topics"]
+__all__ = ["live_cluster_view", "place", "show_placement", "with_running_topics"]

@@ -244,10 +244,10 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
     if action is None:
         raise click.UsageError("give --execute or --verify")
     if bootstrap:
-        from kafka_tiers.cli.cluster import parse_bootstrap, reassign_on_cluster
+        from kafka_tiers.cli.cluster import Target, parse_bootstrap, reassign_on_cluster
 
         servers = parse_bootstrap(bootstrap, "--bootstrap-server")
-        reassign_on_cluster(servers, json_file, action, wait=wait,
+        reassign_on_cluster(Target(servers, True), json_file, action, wait=wait,
                             timeout=300.0 if timeout is None else timeout, fmt=fmt)
         return
     if config_path is None:

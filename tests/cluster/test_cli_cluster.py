@@ -48,7 +48,8 @@ def test_cluster_start_from_one_command_then_topics(tmp_path: Path) -> None:
 
 @pytest.fixture
 def tcp_cluster(tmp_path: Path):
-    c = LocalCluster(tmp_path / "tcp", 3, transport="tcp", log_dirs_per_broker=2).start()
+    c = LocalCluster(tmp_path / "tcp", 3, transport="tcp", log_dirs_per_broker=2,
+                     overrides={"listeners": "PLAINTEXT://127.0.0.1:0"}).start()
     yield c
     c.close()
 
@@ -57,10 +58,11 @@ def tcp_cluster(tmp_path: Path):
                          ids=["cluster-reassign", "reassign"])
 def test_reassign_command_moves_replicas_across_brokers_into_log_dirs(
         tcp_cluster, tmp_path, command: tuple[str, ...]) -> None:
-    # `kafka-tiers reassign --bootstrap-server` (the JBOD command) drives the same controller
+    # `kafka-tiers reassign --bootstrap-server` (the JBOD command) drives the same controller,
+    # through the Kafka protocol (--bootstrap-server names Kafka listeners)
     c = tcp_cluster
     topic = "r-" + "-".join(command)
-    boot = ",".join(c.addresses())
+    boot = c.bootstrap_servers
     code, out = run("topics", "create", topic, "--partitions", "1", "--replication-factor", "2",
                     "--broker-ids", "1,2", "--bootstrap-server", boot, "--format", "json")
     assert code == 0
@@ -84,7 +86,7 @@ def test_reassign_command_moves_replicas_across_brokers_into_log_dirs(
 
 
 def test_cli_errors_are_one_line(tcp_cluster) -> None:
-    boot = ",".join(tcp_cluster.addresses())
+    boot = tcp_cluster.bootstrap_servers
     proc = subprocess.run([sys.executable, "-m", "kafka_tiers", "topics", "describe", "nope",
                            "--bootstrap-server", boot], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
