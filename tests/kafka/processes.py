@@ -77,6 +77,7 @@ class KafkaProcessCluster:
         self.brokers = {b: KafkaBrokerProcess(b, workdir, zk_connect, extra)
                         for b in range(1, n + 1)}
         self._clients: list[ClusterClient] = []
+        self._admin: ClusterClient | None = None
 
     def start(self) -> KafkaProcessCluster:
         """Start every broker (each returns once registered) and wait for a controller."""
@@ -104,14 +105,25 @@ class KafkaProcessCluster:
         self._clients.append(c)
         return c
 
+    @property
+    def admin(self) -> ClusterClient:
+        """One shared internal-protocol client (topics, leaders, ISR)."""
+        if self._admin is None:
+            self._admin = self.client()
+        return self._admin
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
                      config: Mapping[str, str] | None = None) -> None:
         """Create a topic through the controller and wait until every partition leads."""
-        self.client().create_topic(name, partitions, replication_factor, dict(config or {}))
+        self.admin.create_topic(name, partitions, replication_factor, dict(config or {}))
 
     def leader(self, topic: str, partition: int) -> int:
         """The current leader (fresh metadata; -1 while none)."""
-        return self.client().leader(topic, partition, refresh=True)
+        return self.admin.leader(topic, partition, refresh=True)
+
+    def isr(self, topic: str) -> dict[int, list[int]]:
+        """The ISR of each partition of ``topic``."""
+        return {int(p["partition"]): list(p["isr"]) for p in self.admin.describe_topic(topic)}
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL one broker."""
@@ -130,6 +142,7 @@ class KafkaProcessCluster:
         for c in self._clients:
             c.close()
         self._clients.clear()
+        self._admin = None
         for p in self.brokers.values():
             p.kill()
 
