@@ -92,7 +92,7 @@ from kafka_tiers.kafka.listeners_config import listener_specs
 from kafka_tiers.kafka.server import KafkaServer
 from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafka_tiers.log.handles import OpenFilesCollector
-from kafka_tiers.log.log import Log
+from kafka_tiers.log.log import AppendInfo, Log
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.log.names import validate_topic
 from kafka_tiers.log.records import ProducerRecord, Record, RecordBatch, build_batch
@@ -1058,6 +1058,34 @@ class Broker:
             self._flush_and_advance(tp)
         assert first is not None
         return first
+
+    def append_client_batches(self, tp: TopicPartition,
+                              records: bytes | bytearray | memoryview,
+                              **append: Any) -> AppendInfo:
+        """(standalone) Append a Kafka client's record batches as the leader of ``tp`` (the
+        Produce path): every batch's header and CRC are checked by the log engine, records
+        are never decoded; ``append`` goes to ``Log.append`` (``origin``). The high watermark
+        moves to the log end at once (this broker is the only replica); nothing is flushed
+        here (``flush.messages`` / ``flush.ms`` decide, as in Kafka).
+
+        Raises:
+            UnknownTopicError: no such partition.
+            NotLeaderError: this broker follows the partition.
+            InvalidRecordError, RecordTooLargeError, LogDirError: what ``Log.append``
+                raises (nothing written).
+            BrokerError: a cluster member (its replica manager appends).
+        """
+        self._require_started()
+        self._standalone("appending as the only replica")
+        state = self._state(tp)
+        with state.lock:
+            if not state.leader:
+                raise NotLeaderError(f"broker {self.broker_id} is not the leader of {tp}")
+            info = self._logs().append(tp, records, leader_epoch=state.leader_epoch, **append)
+            lg = self.log(tp)  # the current one, after a JBOD move's swap
+            lg.update_high_watermark(lg.log_end_offset)
+        self.data_arrived.notify()
+        return info
 
     def _produce_replicated(self, tp: TopicPartition, chunks: list[bytes]) -> int:
         replicas = self._cluster_member().replicas

@@ -7,7 +7,9 @@ kafka-python message and ``reply`` is one of:
   encodes it at the request's version with the right header;
 - a :class:`RawBody`: body bytes and :class:`FileRegion` parts the handler encoded itself
   (Fetch: segment bytes go out with ``os.sendfile``);
-- :data:`NO_RESPONSE`: nothing is sent (Produce with ``acks=0``).
+- :data:`NO_RESPONSE`: nothing is sent (Produce with ``acks=0``);
+- :data:`CLOSE_CONNECTION`: nothing is sent and the connection is closed, quietly (Produce
+  with ``acks=0`` that failed: Kafka's only signal to such a client to refresh its metadata).
 
 A handler answers every error it can name with Kafka's error code in its response. An
 exception escaping it is logged once with the API name and the connection is closed (the
@@ -78,6 +80,15 @@ class _NoResponse:
 NO_RESPONSE: Any = _NoResponse()
 
 
+class _CloseConnection:
+    def __repr__(self) -> str:
+        return "CLOSE_CONNECTION"
+
+
+#: the reply that closes the connection without an answer (a failed ``acks=0`` Produce)
+CLOSE_CONNECTION: Any = _CloseConnection()
+
+
 @dataclass
 class RequestContext:
     """One request as a handler sees it.
@@ -124,4 +135,4 @@ class RequestContext:
         return self.server.component(key, factory)
 
 
-__all__ = ["NO_RESPONSE", "FileRegion", "RawBody", "RequestContext"]
+__all__ = ["CLOSE_CONNECTION", "NO_RESPONSE", "FileRegion", "RawBody", "RequestContext"]

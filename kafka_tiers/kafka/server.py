@@ -21,7 +21,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_tiers.kafka import codec
-from kafka_tiers.kafka.context import NO_RESPONSE, FileRegion, RawBody, RequestContext
+from kafka_tiers.kafka.context import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    FileRegion,
+    RawBody,
+    RequestContext,
+)
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
 
@@ -250,6 +256,8 @@ class KafkaServer:
         except Exception:
             log.exception("kafka listener %s: %s v%d from %s failed; connection closed",
                           lst.spec.name, api.name, version, peer)
+            return False
+        if reply is CLOSE_CONNECTION:
             return False
         if reply is NO_RESPONSE:
             return True
