@@ -36,6 +36,7 @@ NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
+INVALID_REQUEST = 42
 REPLICA_NOT_AVAILABLE = 9
 KAFKA_STORAGE_ERROR = 56
 FETCH_SESSION_ID_NOT_FOUND = 70
@@ -576,3 +577,49 @@ def test_three_broker_cluster_consumer(make_kafka_cluster: Callable[..., Any]) -
             cl.produce("r", p, build_batch([ProducerRecord(value(i), f"k{i}".encode())]))
     got = _confluent_read(cluster.bootstrap_servers, "r", 3, 30)
     assert got == {(p, i): value(i) for p in range(3) for i in range(10)}
+
+
+def test_cluster_long_poll_and_leader_hints(make_kafka_cluster: Callable[..., Any]) -> None:
+    cluster = make_kafka_cluster()
+    KafkaTarget("cluster", cluster).create_topic("lp", 1, 3)
+    cl = cluster.client()
+    leader_id = cl.leader("lp", 0, refresh=True)
+    leader = cluster.broker(leader_id)
+    other = cluster.broker(next(b for b in cluster.live if b != leader_id))
+    _leads, epoch = leader.leadership(TopicPartition("lp", 0))
+    # a follower answers NOT_LEADER_OR_FOLLOWER with the current leader (v12+) and its
+    # endpoint (v16+, KIP-951)
+    resp = fetch(other, 16, [("lp", [part(16, 0, 0)])])
+    p = only(resp)
+    assert p.error_code == NOT_LEADER_OR_FOLLOWER
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (leader_id, epoch)
+    host, port = leader.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    assert [(n.node_id, n.host, n.port) for n in resp.node_endpoints] == \
+        [(leader_id, host, int(port))]
+    # the leader's waiting fetch wakes when the high watermark passes a new record (the
+    # followers fetched it), long before max_wait
+    timer = threading.Timer(0.3, lambda: cl.produce(
+        "lp", 0, build_batch([ProducerRecord(b"late")]), acks=1))
+    start = time.monotonic()
+    timer.start()
+    try:
+        p = only(fetch(leader, 12, [("lp", [part(12, 0, 0)])], max_wait_ms=10000))
+    finally:
+        timer.cancel()
+    took = time.monotonic() - start
+    assert offsets_of(p.records) == [0] and p.high_watermark == 1
+    assert 0.25 < took < 3.0, took
+
+
+def test_requests_listing_too_many_partitions_are_refused(
+        standalone: Callable[..., Broker]) -> None:
+    b = standalone(**{"max.request.partitions": "3"})
+    b.create_topic("t", 1)
+    resp = fetch(b, 12, [("t", [part(12, 0, 0) for _ in range(4)])])
+    assert resp.error_code == INVALID_REQUEST and resp.responses == []
+    assert fetch(b, 12, [("t", [part(12, 0, 0) for _ in range(3)])]).error_code == NONE
+    fields = _epoch_request(4, "t", 0, 0)
+    fields["topics"][0].partitions *= 4
+    with RawConnection(b.bootstrap_servers) as c:
+        resp = c.call(EPOCH, 4, **fields)
+    assert [p.error_code for p in resp.topics[0].partitions] == [INVALID_REQUEST] * 4

@@ -41,6 +41,8 @@ Zero copy
     ``os.sendfile`` from a descriptor of its own (so a segment deleted meanwhile still sends
     the bytes checked here).
 Followers
+    A request listing more than ``max.request.partitions`` partitions is answered with the
+    top-level error ``INVALID_REQUEST`` and no partition.
     A fetch with ``replica_id`` >= 0 (a Kafka broker replicating) is refused: every partition
     is answered ``REPLICA_NOT_AVAILABLE``. kafka-tiers brokers replicate over their own
     transport; a Kafka broker cannot be a follower here.
@@ -70,6 +72,7 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.context import FileRegion, RawBody, RequestContext
 from kafka_tiers.kafka.errors import (
     FENCED_LEADER_EPOCH,
+    INVALID_REQUEST,
     KAFKA_STORAGE_ERROR,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
@@ -84,6 +87,7 @@ from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import RegionRead
 from kafka_tiers.log.log_dir_failure import ResourceExhaustedError
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +160,12 @@ class _Pass:
 def fetch(ctx: RequestContext, request: Any) -> RawBody:
     """Answer a Fetch (see the module docstring)."""
     v = ctx.version
+    try:
+        check_request_entries(ctx.config, [p for t in request.topics for p in t.partitions],
+                              "partitions to fetch")
+    except LimitExceededError as exc:
+        log.warning("kafka fetch from %s refused: %s", ctx.peer, exc)
+        return _encode(ctx, request, [], _Pass(), INVALID_REQUEST)
     wants = _wants(ctx, request)
     replica_id = _replica_id(request, v)
     if replica_id >= 0:

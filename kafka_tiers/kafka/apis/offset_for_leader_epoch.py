@@ -9,7 +9,8 @@ the requested one; ``(-1, -1)`` for an epoch above the latest or an empty cache.
 ``UNKNOWN_TOPIC_OR_PARTITION``, ``NOT_LEADER_OR_FOLLOWER`` (only the leader answers, as for a
 consumer's fetch), ``FENCED_LEADER_EPOCH`` / ``UNKNOWN_LEADER_EPOCH`` when
 ``current_leader_epoch`` (>= 0) is below / above the leader's, ``KAFKA_STORAGE_ERROR`` when the
-replica's log dir is offline. kafka-tiers followers use the replica manager's own request over
+replica's log dir is offline; ``INVALID_REQUEST`` for every partition of a request listing more
+than ``max.request.partitions``. kafka-tiers followers use the replica manager's own request over
 the internal transport, not this one.
 """
 
@@ -21,6 +22,7 @@ from kafka_tiers.api import TopicPartition
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.errors import (
     FENCED_LEADER_EPOCH,
+    INVALID_REQUEST,
     KAFKA_STORAGE_ERROR,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
@@ -29,6 +31,7 @@ from kafka_tiers.kafka.errors import (
     error_of,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 
@@ -40,11 +43,21 @@ def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     topic_cls = resp_cls.OffsetForLeaderTopicResult
     part_cls = topic_cls.EpochEndOffset
     topics = []
+    try:
+        check_request_entries(ctx.config, [p for t in request.topics for p in t.partitions],
+                              "partitions of OffsetForLeaderEpoch")
+        refused = False
+    except LimitExceededError:
+        refused = True
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            code, epoch, end = _end_offset(ctx, TopicPartition(t.topic, int(p.partition)),
-                                           int(p.current_leader_epoch), int(p.leader_epoch))
+            if refused:
+                code, epoch, end = INVALID_REQUEST, -1, -1
+            else:
+                code, epoch, end = _end_offset(ctx, TopicPartition(t.topic, int(p.partition)),
+                                               int(p.current_leader_epoch),
+                                               int(p.leader_epoch))
             parts.append(part_cls(version=ctx.version, error_code=code,
                                   partition=int(p.partition), leader_epoch=epoch,
                                   end_offset=end))
