@@ -52,7 +52,10 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     Then it shows tiered storage: a broker with two log dirs (two "disks") and a `local`
     remote tier under --dir produces records into a tiered topic with small segments, the
     remote log manager copies the rolled segments, local retention removes them from the local
-    disk, and a read from offset 0 comes back from the remote tier. The broker is shut down
+    disk, and a read from offset 0 comes back from the remote tier. A real Kafka client
+    (confluent-kafka when installed, else kafka-python) then produces to the broker's Kafka
+    listener (127.0.0.1, a free port) and consumes the partition from offset 0, the old
+    offsets served from the remote tier, every record checked. The broker is shut down
     cleanly and its files stay, so the commands printed at the end (log-dirs describe,
     reassign, remote ls, dump-log) work on them.
 
@@ -168,7 +171,9 @@ def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
     settings = {
         "log.dirs": f"{work / 'disk1'},{work / 'disk2'}", "remote.log.storage.enable": "true",
         "rsm.config.dir": str(work / "remote"),
-        "remote.log.manager.task.interval.ms": "3600000"}
+        "remote.log.manager.task.interval.ms": "3600000",
+        # the sample's listener (127.0.0.1:9092) may be taken: the quick start's is any free port
+        "listeners": "PLAINTEXT://127.0.0.1:0"}
     broker_cfg = cfg.with_overrides(settings)
     props = work / "server.properties"
     props.write_text("# Written by kafka-tiers quickstart: the quick-start broker's settings.\n"
@@ -220,8 +225,122 @@ def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
                           "from_remote": read["remote"], "from_local": read["local"],
                           "matches": matches and offset >= records},
         }
+        doc["kafka_client"] = kafka_client_demo(broker.bootstrap_servers, topic, values,
+                                                lg.local_log_start_offset)
     doc["seconds"] = round(time.perf_counter() - started, 3)
     return doc
+
+
+#: records the quick start's Kafka client produces
+CLIENT_RECORDS = 100
+
+
+def kafka_client_demo(bootstrap: str, topic: str, values: list[bytes], local_start: int,
+                      timeout: float = 30.0) -> dict[str, Any]:
+    """A real Kafka client against the quick-start broker's listener: produce
+    :data:`CLIENT_RECORDS` records to partition 0 (acks=all), then consume the partition from
+    offset 0 and check every record (``values`` are the ones already there); the offsets
+    below ``local_start`` are served from the remote tier. confluent-kafka (librdkafka) when
+    it is installed (the ``clients`` extra), else kafka-python (a core dependency). Returns
+    the ``kafka_client`` JSON section.
+
+    Raises:
+        KafkaTiersError: the client failed, or did not get every record within ``timeout``.
+    """
+    import time
+
+    started = time.perf_counter()
+    produced = [f"{topic} from a Kafka client {i:04d}".encode() for i in range(CLIENT_RECORDS)]
+    try:
+        import confluent_kafka  # noqa: F401
+        client = "confluent-kafka"
+    except ImportError:
+        client = "kafka-python"
+    run = _confluent_round_trip if client == "confluent-kafka" else _kafka_python_round_trip
+    base, got = run(bootstrap, topic, produced, len(values) + len(produced), timeout)
+    expected = values + produced
+    matches = [v for _, v in got] == expected and [o for o, _ in got] == list(range(len(got)))
+    return {"client": client, "client_version": _dist_version(client),
+            "bootstrap_servers": bootstrap, "produced": len(produced),
+            "produced_offsets": [base, base + len(produced) - 1],
+            "consumed": len(got), "from_offset": 0,
+            "from_remote": sum(1 for o, _ in got if o < local_start),
+            "matches": matches, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _confluent_round_trip(bootstrap: str, topic: str, produced: list[bytes], total: int,
+                          timeout: float) -> tuple[int, list[tuple[int, bytes]]]:
+    """Produce with a librdkafka producer, consume partition 0 from offset 0 with a
+    librdkafka consumer (assigned, no group); returns the first produced offset and the
+    ``(offset, value)`` read."""
+    import time
+
+    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka import TopicPartition as KafkaPartition
+
+    from kafka_tiers.api.errors import KafkaTiersError
+
+    offsets: list[int] = []
+    errors: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            offsets.append(msg.offset())
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "message.timeout.ms": int(timeout * 1000), "linger.ms": 5})
+    try:
+        for v in produced:
+            producer.produce(topic, value=v, partition=0, on_delivery=delivered)
+        left = producer.flush(timeout)
+    finally:
+        producer.purge()
+    if errors or left or len(offsets) != len(produced):
+        raise KafkaTiersError(f"the confluent-kafka producer at {bootstrap} failed: "
+                              f"{errors[0] if errors else f'{left} record(s) not delivered'}")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-tiers-quickstart",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 100})
+    got: list[tuple[int, bytes]] = []
+    try:
+        consumer.assign([KafkaPartition(topic, 0, 0)])
+        deadline = time.monotonic() + timeout
+        while len(got) < total:
+            if time.monotonic() > deadline:
+                raise KafkaTiersError(f"the confluent-kafka consumer at {bootstrap} read "
+                                      f"{len(got)} of {total} records in {timeout:g}s")
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error():
+                    raise KafkaTiersError(f"the confluent-kafka consumer at {bootstrap}: "
+                                          f"{msg.error()}")
+                got.append((msg.offset(), msg.value()))
+    except KafkaException as exc:
+        raise KafkaTiersError(f"the confluent-kafka consumer at {bootstrap}: {exc}") from None
+    finally:
+        consumer.close()
+    return min(offsets), got
+
+
+def _kafka_python_round_trip(bootstrap: str, topic: str, produced: list[bytes], total: int,
+                             timeout: float) -> tuple[int, list[tuple[int, bytes]]]:
+    """The same with kafka-python's producer and consumer."""
+    from kafka_tiers.cli.kafka_admin import KafkaAdmin
+
+    with KafkaAdmin(bootstrap.split(","), timeout=timeout) as admin:
+        base = admin.produce(topic, 0, produced, acks=-1)
+        got = admin.fetch_all(topic, 0, 0)
+    return base, [(o, v or b"") for o, _k, v in got]
 
 
 #: the cluster part's racks: one broker per data centre.
@@ -324,6 +443,14 @@ def show_tiering(doc: dict[str, Any]) -> None:
     status = "all match" if back["matches"] else "MISMATCH"
     out.print(f"read back from offset 0: {back['records']} records, {back['from_remote']} "
               f"from the remote tier and {back['from_local']} from the local log: {status}")
+    kc = doc.get("kafka_client")
+    if kc:
+        first, last = kc["produced_offsets"]
+        out.print(f"a Kafka client ({kc['client']} {kc['client_version'] or ''}) at the "
+                  f"broker's Kafka listener {kc['bootstrap_servers']}: produced {kc['produced']} "
+                  f"records (offsets {first}..{last}, acks=all), then consumed "
+                  f"{kc['consumed']} records from offset 0, {kc['from_remote']} of them served "
+                  f"from the remote tier: {'all match' if kc['matches'] else 'MISMATCH'}")
 
 
 def _raw(value: object) -> object:
@@ -334,6 +461,6 @@ def _raw(value: object) -> object:
     return value.reveal() if isinstance(value, Secret) else value
 
 
-__all__ = ["DEFAULT_DIR", "DEMO_RACKS", "DEMO_TOPIC_CONFIG", "MARKER", "cluster_demo",
-           "next_commands", "prepare_dir", "quickstart", "show_cluster", "show_tiering",
-           "tiering_demo"]
+__all__ = ["CLIENT_RECORDS", "DEFAULT_DIR", "DEMO_RACKS", "DEMO_TOPIC_CONFIG", "MARKER",
+           "cluster_demo", "kafka_client_demo", "next_commands", "prepare_dir", "quickstart",
+           "show_cluster", "show_tiering", "tiering_demo"]
