@@ -3,14 +3,20 @@
 key_type 0 (group): the leader of partition ``abs(hash(group id)) % n`` of
 ``__consumer_offsets`` as advertised on the request's listener; the internal topic is created
 on first need (see :mod:`kafka_tiers.kafka.groups.coordinator`). v4+ batches keys
-(``coordinator_keys``), each answered on its own. key_type 1 (transaction) and 2 (share
-group) are refused with INVALID_REQUEST: transactions and share groups are not served.
+(``coordinator_keys``), each answered on its own. key_type 2 (share group) is refused with
+INVALID_REQUEST: share groups are not served. key_type 1 (transaction) is refused as
+:mod:`kafka_tiers.kafka.apis.transactions` says (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the
+one code clients treat as fatal at once, with our message).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kafka_tiers.kafka.apis.transactions import (
+    TRANSACTIONS_UNSUPPORTED,
+    transactions_unsupported_message,
+)
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.groups.coordinator import Coordinator, coordinator_of
@@ -23,6 +29,8 @@ GROUP_KEY_TYPE = 0
 
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None, Coordinator]:
     none = Coordinator(-1, "", -1)
+    if key_type == 1:
+        return TRANSACTIONS_UNSUPPORTED, transactions_unsupported_message(key), none
     if key_type != GROUP_KEY_TYPE:
         what = {1: "transactions", 2: "share groups"}.get(key_type, f"key type {key_type}")
         return INVALID_REQUEST, (f"FindCoordinator for {what} (key_type={key_type}, key "
