@@ -217,6 +217,30 @@ def test_produce_answers_duplicates_and_sequence_errors(kafka_target: KafkaTarge
         assert fenced.error_code == 47
 
 
+@pytest.mark.parametrize("stop", ["shutdown", "kill"])
+def test_a_retry_after_a_broker_restart_gets_its_original_offsets(tmp_path: Path,
+                                                                   stop: str) -> None:
+    cfg = {"broker.id": "1", "log.dirs": str(tmp_path / "data"), "listeners": LISTENER}
+    broker = Broker(cfg).start()
+    try:
+        broker.create_topic("restart", 1)
+        pid = init_producer_id(broker.bootstrap_servers, 4).producer_id
+        with RawConnection(broker.bootstrap_servers) as conn:
+            bases = [_produce_raw(conn, "restart", _batch(pid, 3 * i)).base_offset
+                     for i in range(6)]
+    finally:
+        getattr(broker, stop)()
+    assert bases == [0, 3, 6, 9, 12, 15]
+    with Broker(cfg).start() as broker, RawConnection(broker.bootstrap_servers) as conn:
+        for i in range(1, 6):  # the last five batches are remembered
+            again = _produce_raw(conn, "restart", _batch(pid, 3 * i))
+            assert (again.error_code, again.base_offset) == (0, bases[i])
+        old = _produce_raw(conn, "restart", _batch(pid, 0))
+        assert old.error_code == DuplicateSequenceError.kafka_error_code
+        assert _produce_raw(conn, "restart", _batch(pid, 18)).base_offset == 18
+        assert broker.log(TopicPartition("restart", 0)).log_end_offset == 21
+
+
 def _leader_address(target: KafkaTarget, topic: str) -> str:
     if target.kind == "standalone":
         return target.bootstrap_servers
