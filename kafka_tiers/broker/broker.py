@@ -1150,8 +1150,9 @@ class Broker:
         """
         lg = self.log(tp)
         tiered = self._tiered(tp)
-        if offset > lg.log_end_offset or offset < 0 or (
-                not tiered and offset < lg.log_start_offset):
+        # a tiered log's start offset is the partition's (below its local log: in the remote
+        # tier); below it nothing is served (DeleteRecords, remote retention)
+        if offset > lg.log_end_offset or offset < 0 or offset < lg.log_start_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is out of range [{lg.log_start_offset}, "
                 f"{lg.log_end_offset}] of {tp}", offset=offset,
@@ -1185,7 +1186,8 @@ class Broker:
 
     def log_start_offset(self, tp: TopicPartition) -> int:
         """The first offset of the partition, remote tier included (for a tiered topic, the
-        start of the first remote segment this broker knows of, when below the local log's).
+        start of the first remote segment this broker knows of, when below the local log's,
+        and never below the log start offset: DeleteRecords and remote retention move it).
 
         Raises:
             UnknownTopicError: no such partition.
@@ -1197,8 +1199,53 @@ class Broker:
             except RemoteStorageError:
                 segs = []
             if segs:
-                return min(segs[0].start_offset, lg.log_start_offset)
+                return max(lg.log_start_offset,
+                           min(segs[0].start_offset, lg.local_log_start_offset))
         return lg.log_start_offset
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Kafka's DeleteRecords on the leader of ``tp``: the log start offset moves up to
+        ``offset`` (-1: the high watermark), local segments wholly below it are deleted and
+        the log dir's log start offset checkpoint is written; for a tiered topic the remote
+        log manager then deletes the remote segments wholly below it (on the partition's
+        task, triggered now) and nothing below it is served any more. Followers apply it
+        from the leader's fetch answers. An offset at or below the current log start offset
+        changes nothing. Idempotent.
+
+        Returns:
+            the log start offset afterwards (Kafka's low watermark).
+
+        Raises:
+            UnknownTopicError: no such partition.
+            NotLeaderError: this broker does not lead it.
+            OffsetOutOfRangeError: ``offset`` is negative (but -1) or above the high
+                watermark.
+        """
+        self._require_started()
+        if self.member is not None:
+            rm = self.member.replicas
+            p = rm.partitions.get(tp) if rm is not None else None
+            if p is None:
+                if tp.topic in self.topics():
+                    raise NotLeaderError(f"broker {self.broker_id} hosts no replica of {tp}")
+                raise UnknownTopicError(f"unknown partition {tp}")
+            with p.lock:
+                if not p.is_leader:
+                    raise NotLeaderError(f"broker {self.broker_id} is not the leader of {tp}")
+                start = _advance_log_start(tp, p.log, offset)
+        else:
+            state = self._state(tp)
+            with state.lock:
+                if not state.leader:
+                    raise NotLeaderError(f"broker {self.broker_id} is not the leader of {tp}")
+                start = _advance_log_start(tp, self.log(tp), offset)
+        lm = self._logs()
+        log_dir = lm.log_dir_of(tp)
+        if log_dir is not None:
+            lm.checkpoint([log_dir])
+        if self.rlm is not None and self._tiered(tp):
+            self.rlm.delete_below(tp, start)
+        return start
 
     # ------------------------------------------------------------------ tiering tools
 
@@ -1238,6 +1285,19 @@ class Broker:
     def metrics_text(self) -> str:
         """The broker's tiered storage metrics in the Prometheus text format."""
         return self.metrics.text()
+
+
+def _advance_log_start(tp: TopicPartition, lg: Log, offset: int) -> int:
+    """DeleteRecords on one log (see :meth:`Broker.delete_records`)."""
+    hw = lg.high_watermark
+    target = hw if offset == -1 else offset
+    if target < 0 or target > hw:
+        raise OffsetOutOfRangeError(
+            f"cannot delete the records of {tp} below offset {offset}: it must be -1 (the high "
+            f"watermark) or from 0 to the high watermark {hw}", offset=offset,
+            log_start_offset=lg.log_start_offset, log_end_offset=lg.log_end_offset)
+    lg.advance_log_start_offset(target)
+    return lg.log_start_offset
 
 
 def _as_record(item: RecordInput) -> ProducerRecord:

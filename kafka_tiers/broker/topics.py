@@ -149,6 +149,26 @@ class TopicConfigs:
         self.tiering(topic, cfg)
         return cfg
 
+    def validate_change(self, topic: str, current: Mapping[str, Any] | None,
+                        config: Mapping[str, Any] | None) -> dict[str, str]:
+        """The normalized ``config`` replacing an existing topic's ``current`` one, once it is
+        valid (as :meth:`validate`) and a change the topic can take: ``remote.storage.enable``
+        keeps its value (a topic's logs are tiered, or not, from their creation on).
+
+        Raises:
+            ConfigError: as :meth:`tiering`, or ``remote.storage.enable`` changed.
+        """
+        cfg = self.validate(topic, config)
+        before = self.tiering(topic, self.normalize(current)).remote_storage_enable
+        after = self.tiering(topic, cfg).remote_storage_enable
+        if before != after:
+            raise ConfigError(
+                f"remote.storage.enable of topic {topic} cannot change from "
+                f"{str(before).lower()} to {str(after).lower()}: tiering is chosen when a "
+                "topic is created (create a new topic)", key="remote.storage.enable",
+                value=str(after).lower(), expected=str(before).lower())
+        return cfg
+
     def info(self, topic: str, partitions: int, config: Mapping[str, Any] | None,
              topic_id: str | None = None) -> TopicInfo:
         """A :class:`TopicInfo` with the resolved tiering.
@@ -168,8 +188,10 @@ class TopicConfigs:
         """
         cfg = self.normalize(config)
         out = {k: v for k, v in cfg.items() if k in LOG_TOPIC_KEYS}
+        out.pop("remote.storage.enable", None)
         if self.tiering(topic, cfg).remote_storage_enable:
-            out.update({"retention.ms": "-1", "retention.bytes": "-1"})
+            out.update({"retention.ms": "-1", "retention.bytes": "-1",
+                        "remote.storage.enable": "true"})
         return out
 
 

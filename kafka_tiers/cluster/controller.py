@@ -78,6 +78,10 @@ from kafka_tiers.placement.service import PlacementService
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: Kafka's error codes of an ElectLeaders answer that the transport does not name
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+
 
 class TopicConfigPolicy(Protocol):
     """What the controller needs of topic configuration (the broker's ``TopicConfigs``)."""
@@ -166,11 +170,17 @@ class Controller:
         client: the transport client for requests to brokers.
         core: the placement service (config, hooks, placer).
         topic_configs: validates new topics' configs and gives their local log overrides.
+        remote_deleter: deletes the remote-tier data of partitions of a deleted tiered topic
+            (the broker's remote log manager through its storage plugin); None: this broker
+            has no remote tier.
     """
 
     def __init__(self, broker_id: int, metadata: ClusterMetadata, client: Client,
-                 core: PlacementService, *, topic_configs: TopicConfigPolicy) -> None:
+                 core: PlacementService, *, topic_configs: TopicConfigPolicy,
+                 remote_deleter: Callable[[str, list[TopicPartition]], None] | None = None
+                 ) -> None:
         self.broker_id = broker_id
+        self.remote_deleter = remote_deleter
         self.metadata = metadata
         self.store = metadata.store
         self.client = client
@@ -654,11 +664,14 @@ class Controller:
     def create_topic(self, topic: str, partitions: int, replication_factor: int,
                      config: Mapping[str, str] | None = None, *,
                      broker_ids: Sequence[int] | None = None, force_simple: bool = False,
-                     assignment: Mapping[int, Sequence[int]] | None = None
-                     ) -> dict[int, list[int]]:
+                     assignment: Mapping[int, Sequence[int]] | None = None,
+                     validate_only: bool = False) -> dict[int, list[int]]:
         """Create a topic, or add ``partitions`` partitions to an existing one (through the
         configured placer, ``start_partition`` continuing the topic); returns the new
-        partitions' replicas. Runs on the controller thread (use :meth:`call`).
+        partitions' replicas. Runs on the controller thread (use :meth:`call`). A manual
+        ``assignment`` is checked like a placer's output (``validate_placement``: one
+        replication factor, distinct registered brokers, ...). ``validate_only``: every check
+        and the placement run, nothing is written or sent (Kafka's ``validateOnly``).
 
         Every count is checked against its bound (:mod:`kafka_tiers.placement.limits`) before
         anything is placed or written: a refusal raises
@@ -701,15 +714,13 @@ class Controller:
                                f"{wanted.start} to {wanted.stop - 1}, one each; got "
                                f"{sorted(tp.partition for tp in plan)[:10]}",
                                ErrorCode.INVALID_REPLICA_ASSIGNMENT)
-            for tp, reps in plan.items():
-                if tp in self.assignments or len(set(reps)) != len(reps) or not reps or \
-                        any(b not in self.live for b in reps):
-                    raise ApiError(f"invalid manual assignment for {tp}: {reps}",
-                                   ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+            self._check_manual_assignment(topic, existing, plan, view)
         else:
             plan = self.core.plan_topic(view, topic, partitions, replication_factor,
                                         broker_ids=broker_ids, force_simple=force_simple)
         check_broker_partitions(limits, self._replica_counts(), plan.values())
+        if validate_only:
+            return {tp.partition: list(r) for tp, r in plan.items()}
         states: dict[int, PartitionState] = {}
         for tp, reps in plan.items():
             leader = next((b for b in reps if self._eligible(b)), -1)
@@ -748,6 +759,41 @@ class Controller:
         self.core.topic_created(topic, {tp: r for tp, r in plan.items()})
         self._refuse_uncreated(topic, plan, failures)
         return {tp.partition: list(r) for tp, r in plan.items()}
+
+    def _check_manual_assignment(self, topic: str, existing: int,
+                                 plan: Mapping[TopicPartition, Sequence[int]],
+                                 view: ClusterView) -> None:
+        """A manual assignment is checked like a placer's output (``validate_placement``):
+        one replication factor for every partition given, distinct registered brokers, an
+        unfenced leader; a broker that is registered but not live is refused too (its replica
+        could not be created).
+
+        Raises:
+            InvalidReplicaAssignmentError: the first rule broken, naming the partition.
+        """
+        from kafka_tiers.api.errors import InvalidReplicaAssignmentError
+        from kafka_tiers.api.placement import PlacementSpec
+        from kafka_tiers.placement.validation import validate_placement
+
+        ordered = [list(plan[TopicPartition(topic, existing + i)]) for i in range(len(plan))]
+        rf = len(ordered[0]) if ordered else 0
+        if rf < 1:
+            raise InvalidReplicaAssignmentError(
+                f"manual assignment: partition {existing}: no replicas given", partition=existing)
+        spec = PlacementSpec(len(ordered), rf, existing, topic)
+        try:
+            validate_placement(ordered, spec, view)
+        except InvalidReplicaAssignmentError as exc:
+            raise InvalidReplicaAssignmentError(
+                "manual assignment" + str(exc).removeprefix("placement"),
+                partition=exc.partition) from None
+        for i, reps in enumerate(ordered):
+            down = sorted(b for b in reps if b not in self.live)
+            if down:
+                raise InvalidReplicaAssignmentError(
+                    f"manual assignment: partition {existing + i}: brokers {down} of "
+                    f"replicas {reps} are not live (live: {sorted(self.live)})",
+                    partition=existing + i)
 
     def _refuse_uncreated(self, topic: str, plan: Mapping[TopicPartition, Sequence[int]],
                           failures: Mapping[tuple[TopicPartition, int], str]) -> None:
@@ -796,7 +842,18 @@ class Controller:
                     self._held[b] = self._held.get(b, 0) + 1
 
     def delete_topic(self, topic: str) -> None:
-        """StopReplica (delete) to every replica, then remove the topic's nodes."""
+        """StopReplica (delete) to every replica, then remove the topic's nodes.
+
+        A tiered topic's remote data goes first (document 004): its replicas are stopped
+        (StopReplica without delete: no copy runs any more), then every remote segment of
+        every partition is deleted through :attr:`remote_deleter`; should that fail, the
+        replicas are restarted (LeaderAndIsr of their current states), the topic stays and
+        ``KAFKA_STORAGE_ERROR`` is raised (repeat the deletion). Only then are the local
+        replicas deleted and the nodes removed.
+
+        Raises:
+            ApiError: ``UNKNOWN_TOPIC_OR_PARTITION``; ``KAFKA_STORAGE_ERROR`` (see above).
+        """
         if topic not in self.topic_configs:
             raise ApiError(f"unknown topic {topic!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         tps = [tp for tp in self.assignments if tp.topic == topic]
@@ -804,8 +861,23 @@ class Controller:
         for tp in tps:
             for b in self.assignments[tp]:
                 per.setdefault(b, []).append({"topic": tp.topic, "partition": tp.partition})
-        self._broadcast(ApiKey.STOP_REPLICA, {b: p for b, p in per.items() if b in self.live},
-                        {"delete": True})
+        live_per = {b: p for b, p in per.items() if b in self.live}
+        tiered = str(self.topic_configs[topic].get("remote.storage.enable", "")
+                     ).strip().lower() == "true"
+        if tiered and self.remote_deleter is not None:
+            self._broadcast(ApiKey.STOP_REPLICA, live_per, {"delete": False})
+            try:
+                self.remote_deleter(topic, sorted(tps))
+            except Exception as exc:
+                self._send_leader_and_isr({tp: self.states[tp] for tp in tps
+                                           if tp in self.states})
+                raise ApiError(f"the remote data of topic {topic!r} could not be deleted "
+                               f"({exc}); the topic stays: repeat the deletion once the "
+                               "remote tier answers", ErrorCode.KAFKA_STORAGE_ERROR) from None
+        elif tiered:
+            log.warning("controller %s: topic %s is tiered but this broker has no remote "
+                        "tier: its remote data is left in place", self.broker_id, topic)
+        self._broadcast(ApiKey.STOP_REPLICA, live_per, {"delete": True})
         self.metadata.delete_topic(topic)
         for tp in tps:
             self.assignments.pop(tp, None)
@@ -813,6 +885,53 @@ class Controller:
             self.states.pop(tp, None)
             self.reassigning.pop(tp, None)
         self.topic_configs.pop(topic, None)
+
+    def alter_topic_config(self, topic: str,
+                           update: Callable[[dict[str, str]], Mapping[str, str]], *,
+                           validate_only: bool = False) -> dict[str, str]:
+        """Replace a topic's config with ``update(current config)``, validated by the topic
+        config policy as a new topic's; written to the topic's node (at its version, under
+        the controller epoch guard), then sent to every live replica as a LeaderAndIsr of
+        the partitions' current states (the same leader epoch: no role changes; the broker
+        applies the new local log overrides and tiering settings at once). Runs on the
+        controller thread (use :meth:`call`). Returns the new config (also with
+        ``validate_only``, when nothing is written or sent).
+
+        Raises:
+            ApiError: ``UNKNOWN_TOPIC_OR_PARTITION``.
+            ConfigError: ``update`` or the policy refused the new config.
+        """
+        if topic not in self.topic_configs:
+            raise ApiError(f"unknown topic {topic!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        current = dict(self.topic_configs[topic])
+        new = self.topic_config_policy.validate(topic, update(dict(current)))
+        if validate_only or new == current:
+            return new
+        for _ in range(5):
+            asg = self.metadata.topic(topic)
+            if asg is None:
+                raise ApiError(f"unknown topic {topic!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            stored = TopicAssignment(topic, asg.partitions, new, asg.version,
+                                     asg.topic_id or new_topic_id())
+            try:
+                self.store.multi([self._guard(), Op.set(topic_path(topic), stored.to_json(),
+                                                        asg.version)])
+            except BadVersionError as exc:
+                if exc.path == CONTROLLER_EPOCH:
+                    raise ControllerMovedError("another controller was elected") from None
+                continue
+            break
+        else:
+            raise MetadataStoreError(f"could not update the config of topic {topic}")
+        self.topic_configs[topic] = dict(new)
+        log.info("controller %s: topic %s config is now %s", self.broker_id, topic, new)
+        tps = [tp for tp in self.assignments if tp.topic == topic]
+        states: dict[TopicPartition, PartitionState] = {}
+        for tp, st in self.metadata.partition_states(tps).items():
+            if st is not None:
+                self.states[tp] = states[tp] = st
+        self._send_leader_and_isr(states)
+        return new
 
     def _delete_requested_topics(self) -> None:
         """Document 003's topic deletion path: ``/admin/delete_topics/<topic>`` nodes written
@@ -880,6 +999,95 @@ class Controller:
             for tp in changes:
                 if tp not in written:
                     out[str(tp)] = "not elected (the state kept changing)"
+            self._commit_states(written)
+            self._send_leader_and_isr(written)
+        return out
+
+    def elect_leaders(self, tps: Iterable[TopicPartition] | None, unclean: bool = False
+                      ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """Kafka's ElectLeaders (KIP-460), run on the controller's thread (:meth:`call`).
+
+        Preferred (``unclean`` False): the leadership moves to the first assigned replica
+        when it is alive and in the ISR. Unclean (on request, whatever
+        ``unclean.leader.election.enable`` says): a partition without a leader gets the first
+        live ISR replica, or, only when no ISR replica is alive, the first live replica
+        outside the ISR (a WARNING names it: records committed by the old ISR may be lost).
+
+        Args:
+            tps: the partitions; None: every partition.
+
+        Returns:
+            ``{partition: (Kafka error code, message or None)}``: 0 (elected),
+            ``ELECTION_NOT_NEEDED`` (already the preferred leader; unclean: it has a leader),
+            ``PREFERRED_LEADER_NOT_AVAILABLE``, ``ELIGIBLE_LEADERS_NOT_AVAILABLE``,
+            ``UNKNOWN_TOPIC_OR_PARTITION``, or ``REQUEST_TIMED_OUT`` when the state kept
+            changing under the store writes.
+
+        Raises:
+            LimitExceededError: ``INVALID_REQUEST``: more partitions than
+                ``max.request.partitions``.
+        """
+        if tps is not None:
+            tps = check_request_entries(self.core.config, list(tps), "partitions to elect")
+        out: dict[TopicPartition, tuple[int, str | None]] = {}
+        changes: dict[TopicPartition, PartitionState] = {}
+
+        def decide(tp: TopicPartition, st: PartitionState) -> PartitionState | None:
+            reps = self.assignments[tp]
+            if not unclean:
+                pref = reps[0]
+                if st.leader == pref:
+                    out[tp] = (int(ErrorCode.ELECTION_NOT_NEEDED),
+                               f"broker {pref} is already the preferred leader")
+                elif pref in st.isr and self._eligible(pref):
+                    out[tp] = (0, None)
+                    return PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
+                                          st.version)
+                else:
+                    out[tp] = (PREFERRED_LEADER_NOT_AVAILABLE,
+                               f"the preferred replica {pref} is not alive or not in the ISR "
+                               f"{list(st.isr)}")
+                return None
+            if st.leader >= 0 and self._eligible(st.leader):
+                out[tp] = (int(ErrorCode.ELECTION_NOT_NEEDED),
+                           f"broker {st.leader} leads it: an unclean election is only for a "
+                           "partition without a leader")
+                return None
+            clean = next((r for r in reps if r in st.isr and self._eligible(r)), -1)
+            if clean >= 0:
+                out[tp] = (0, None)
+                return PartitionState(clean, st.leader_epoch + 1, st.isr, self.epoch,
+                                      st.version)
+            live = next((r for r in reps if self._eligible(r)), -1)
+            if live < 0:
+                out[tp] = (ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                           f"no replica of {list(reps)} is alive")
+                return None
+            log.warning("UNCLEAN LEADER ELECTION for %s (requested): no in-sync replica is "
+                        "alive (ISR %s); broker %s, which is not in the ISR, becomes the "
+                        "leader. Records committed by the old ISR may be LOST.", tp,
+                        list(st.isr), live)
+            out[tp] = (0, None)
+            return PartitionState(live, st.leader_epoch + 1, (live,), self.epoch, st.version)
+
+        for tp in (list(self.states) if tps is None else list(tps)):
+            st = self.states.get(tp)
+            if st is None or not self.assignments.get(tp):
+                out[tp] = (int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                           f"unknown partition {tp}")
+                continue
+            fresh = self.metadata.partition_state(tp)  # the ISR may be newer in the store
+            if fresh is not None:
+                self.states[tp] = fresh
+                new = decide(tp, fresh)
+                if new is not None:
+                    changes[tp] = new
+        if changes:
+            written = self._write(changes, decide)
+            for tp in changes:
+                if tp not in written and out.get(tp, (0, None))[0] == 0:
+                    out[tp] = (int(ErrorCode.REQUEST_TIMED_OUT),
+                               "not elected: the partition's state kept changing; retry")
             self._commit_states(written)
             self._send_leader_and_isr(written)
         return out

@@ -96,13 +96,17 @@ class ClusterMember:
         embedded_server: the in-process embedded metadata server to use (``metadata.store=
             embedded``); by default the one of ``metadata.dir``.
         placer: a placer instance instead of ``broker.replica.placer`` (tests).
+        remote_deleter: deletes a deleted tiered topic's remote data when this broker is the
+            controller (:class:`~kafka_tiers.cluster.controller.Controller`).
     """
 
     def __init__(self, config: BrokerConfig, log_manager: LogManager, *, hooks: Hooks,
                  topic_configs: TopicConfigPolicy, on_role: RoleListener,
                  remote_reader: RemoteReader, network: LoopbackNetwork | None = None,
-                 embedded_server: Any = None, placer: Any = None) -> None:
+                 embedded_server: Any = None, placer: Any = None,
+                 remote_deleter: Any = None) -> None:
         self.config = config
+        self.remote_deleter = remote_deleter
         self.broker_id: int = int(config["broker.id"])
         self.rack: str | None = config["broker.rack"]
         self.log_manager = log_manager
@@ -176,7 +180,8 @@ class ClusterMember:
             self.address = self.server.address
         self._delete_unassigned()
         self.controller = Controller(self.broker_id, self.metadata, self.client, self.core,
-                                     topic_configs=self.topic_configs)
+                                     topic_configs=self.topic_configs,
+                                     remote_deleter=self.remote_deleter)
         self.store.on_session_event(self._on_session)
         timeout = register_timeout if register_timeout is not None else \
             cfg["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
@@ -483,6 +488,13 @@ class ClusterMember:
         tps = None if wanted is None else [
             TopicPartition(p["topic"], as_count(p["partition"], "partition", minimum=0))
             for p in check_request_entries(self.config, wanted, "partitions")]
+        kind = req.body.get("election_type")
+        if kind is not None:  # Kafka's ElectLeaders forwarded: 0 preferred, 1 unclean
+            kind = as_count(kind, "election_type", minimum=0, error_code="INVALID_REQUEST")
+            done = ctl.call(lambda: ctl.elect_leaders(tps, unclean=kind == 1))
+            return Response({"elections": [
+                {"topic": tp.topic, "partition": tp.partition, "error": code,
+                 "message": msg} for tp, (code, msg) in done.items()]})
         return Response({"results": ctl.call(lambda: ctl.elect_preferred(tps))})
 
     def _controlled_shutdown_request(self, req: Request) -> Response:

@@ -314,6 +314,11 @@ class _Fetcher:
                 if data:
                     self._append(p, data)
                 p.log.update_high_watermark(min(int(entry["hw"]), p.log.log_end_offset))
+                # the leader's log start offset (DeleteRecords, remote retention) is followed,
+                # never above what this replica has committed (Kafka's rule)
+                start = min(int(entry.get("log_start", 0)), p.log.high_watermark)
+                if start > p.log.log_start_offset:
+                    p.log.advance_log_start_offset(start)
 
     @staticmethod
     def _append(p: Partition, data: bytes) -> None:

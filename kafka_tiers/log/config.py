@@ -102,6 +102,7 @@ LOG_TOPIC_KEYS: dict[str, tuple[str, Any]] = {
     "flush.ms": ("flush_interval_ms", Int(min=0)),
     "message.timestamp.type": ("message_timestamp_type", Choice(*_TS_TYPES)),
     "max.message.bytes": ("max_message_bytes", Int(min=0, bits=32)),
+    "remote.storage.enable": ("remote_storage_enable", Bool()),
 }
 
 
@@ -122,6 +123,9 @@ class LogConfig:
     max_message_bytes: int = 1048588
     producer_id_expiration_ms: int = 86400000
     producer_id_expiration_check_interval_ms: int = 600000
+    #: the topic is tiered: the log start offset may lie below the first local segment (in
+    #: the remote tier), so the checkpointed one is kept at load (Kafka's rule)
+    remote_storage_enable: bool = False
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:

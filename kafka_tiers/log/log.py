@@ -164,7 +164,9 @@ class Log:
         self.load_report = report
         self._closed = False
         self._log_end_offset = segments[-1].next_offset
-        self._log_start_offset = max(log_start_offset, segments[0].base_offset)
+        # a tiered log's start may lie in the remote tier, below its first local segment
+        self._log_start_offset = (max(log_start_offset, 0) if config.remote_storage_enable
+                                  else max(log_start_offset, segments[0].base_offset))
         self._local_log_start_offset = max(self._log_start_offset, segments[0].base_offset)
         self._recovery_point = min(recovery_point, self._log_end_offset)
         self._high_watermark = min(max(high_watermark, self._log_start_offset),

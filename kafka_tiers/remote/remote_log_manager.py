@@ -18,7 +18,8 @@ Leader (``become_leader(tp, leader_epoch)``)
        ``local.retention.ms`` / ``local.retention.bytes`` (``Log.advance_local_log_start_offset``).
     4. Remote retention: deletes the oldest remote segments breaching
        ``remote.retention.period`` / ``remote.retention.bytes`` (the total retention; the log
-       start offset moves first, then the segments are deleted).
+       start offset moves first, then the segments are deleted), and the remote segments
+       wholly below the log start offset a DeleteRecords set (``delete_below``).
     5. Orphans: objects of failed copies (and superseded copies) older than the remote
        retention time are collected, when the plugin can (``collect_orphans``).
 
@@ -135,6 +136,8 @@ class _Partition:
     stopped: bool = False
     #: a roll asked for a run while one was in progress: run again as soon as it ends
     triggered: bool = False
+    #: DeleteRecords moved the log start offset here: remote segments wholly below it go
+    delete_below: int = -1
 
 
 StorageSource = RemoteStorageManager | Callable[[], RemoteStorageManager]
@@ -336,6 +339,18 @@ class RemoteLogManager:
                 p.next_run_ms = 0.0
                 p.triggered = True  # not lost if a run in progress reschedules itself
                 self._cv.notify_all()
+
+    def delete_below(self, tp: TopicPartition, offset: int) -> None:
+        """DeleteRecords moved the log start offset of ``tp`` to ``offset``: the leader's task
+        (triggered now) deletes the remote segments wholly below it, through the storage
+        plugin, as remote retention deletes (hooks ``remote_segment_deleted``). Nothing
+        happens for a partition this broker does not lead. Idempotent."""
+        with self._cv:
+            p = self._partitions.get(tp)
+            if p is None or p.role != LEADER:
+                return
+            p.delete_below = max(p.delete_below, offset)
+        self.trigger(tp)
 
     # ------------------------------------------------------------------ scheduling
 
@@ -578,6 +593,11 @@ class RemoteLogManager:
         now = self._now_ms()
         doomed: list[RemoteLogSegmentMetadata] = []
         i = 0
+        with self._cv:
+            below = p.delete_below
+        while i < len(segs) and segs[i].end_offset < below:  # DeleteRecords
+            doomed.append(segs[i])
+            i += 1
         if tiering.remote_retention_ms >= 0:
             while (i < len(segs) and segs[i].max_timestamp_ms >= 0
                    and now - segs[i].max_timestamp_ms > tiering.remote_retention_ms):

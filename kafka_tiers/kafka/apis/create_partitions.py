@@ -1,0 +1,140 @@
+"""CreatePartitions (key 37, v0-3): a topic continued through the placer.
+
+Per topic (a topic named twice is answered once, ``INVALID_REQUEST``):
+
+- ``count`` is the new total: not above the current count is ``INVALID_PARTITIONS``; the
+  bounds of :mod:`kafka_tiers.placement.limits` apply (``max.topic.partitions``, ...); an
+  unknown topic is ``UNKNOWN_TOPIC_OR_PARTITION``;
+- without ``assignments`` a cluster places the new partitions with the configured placer,
+  ``start_partition`` = the current count (so a placer continues the topic's pattern and
+  balance), with the topic's replication factor; explicit ``assignments`` (one per new
+  partition) are checked like any placement (``INVALID_REPLICA_ASSIGNMENT`` with the reason);
+  a standalone broker adds partitions it holds itself;
+- the new partitions get leaders before the answer (within ``timeout_ms``, else
+  ``REQUEST_TIMED_OUT``, the creation going on), so clients see them on their next Metadata;
+- ``validate_only``: every check and the placement run, nothing changes.
+
+Any broker accepts the request; a cluster member that is not the controller forwards it
+(:mod:`kafka_tiers.kafka.admin_routing`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka_tiers.api import TopicPartition
+from kafka_tiers.kafka import codec
+from kafka_tiers.kafka.admin_routing import (
+    NotControllerError,
+    admin_error,
+    forward_to_controller,
+    is_local,
+    request_timeout_s,
+)
+from kafka_tiers.kafka.apis.create_topics import wait_for_leaders
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.errors import (
+    INVALID_PARTITIONS,
+    INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REQUEST,
+    NOT_CONTROLLER,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaApiError,
+)
+from kafka_tiers.kafka.registry import handles
+
+
+@handles(37, 0, 3)
+def create_partitions(ctx: RequestContext, request: Any) -> Any:
+    """Grow each topic of the request (see the module docstring)."""
+    timeout_ms = int(request.timeout_ms)
+    if not is_local(ctx):
+        try:
+            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
+        except NotControllerError as exc:
+            return _answer(ctx, [(t.name, NOT_CONTROLLER, str(exc)) for t in request.topics])
+    validate_only = bool(request.validate_only)
+    wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else \
+        int(ctx.config["request.timeout.ms"]) / 1000.0
+    deadline = time.monotonic() + wait_s
+    names = [t.name for t in request.topics]
+    rows: list[tuple[str, int, str | None]] = []
+    seen: set[str] = set()
+    for t in request.topics:
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        if names.count(t.name) > 1:
+            rows.append((t.name, INVALID_REQUEST, f"topic {t.name} is named more than once in "
+                         "the request"))
+            continue
+        try:
+            _grow(ctx, t, validate_only, deadline)
+        except Exception as exc:
+            rows.append((t.name, *admin_error(exc)))
+            continue
+        rows.append((t.name, 0, None))
+    return _answer(ctx, rows)
+
+
+def _grow(ctx: RequestContext, t: Any, validate_only: bool, deadline: float) -> None:
+    name, count = t.name, int(t.count)
+    given = None if t.assignments is None else [[int(b) for b in a.broker_ids]
+                                                  for a in t.assignments]
+    member = ctx.broker.member
+    if member is None:
+        me = ctx.broker.broker_id
+        for i, reps in enumerate(given or ()):
+            if reps != [me]:
+                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"new partition {i} of topic "
+                                    f"{name}: replicas {reps}; this standalone broker (id "
+                                    f"{me}) can only hold [{me}]")
+        current = ctx.broker.topic(name).partitions
+        if given is not None and len(given) != count - current:
+            raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"topic {name}: {len(given)} "
+                                f"assignments for {count - current} new partitions")
+        ctx.broker.add_partitions(name, count, validate_only=validate_only)
+        return
+    ctl = member.controller
+    if ctl is None:
+        raise NotControllerError("the broker is starting")
+
+    def grow() -> int:
+        if name not in ctl.topic_configs:
+            raise KafkaApiError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        existing = sum(1 for tp in ctl.assignments if tp.topic == name)
+        if count <= existing:
+            raise KafkaApiError(INVALID_PARTITIONS, f"topic {name} has {existing} partitions: "
+                                f"the new count {count} must be above it (partitions are "
+                                "never removed)")
+        new = count - existing
+        rf = len(ctl.assignments.get(TopicPartition(name, 0), ())) or 1
+        assignment = None
+        if given is not None:
+            if len(given) != new:
+                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"topic {name}: {len(given)} "
+                                    f"assignments for {new} new partitions (partitions "
+                                    f"{existing} to {count - 1})")
+            odd = sorted({len(r) for r in given} - {rf})
+            if odd:
+                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"topic {name} has "
+                                    f"replication factor {rf}; the assignments of the new "
+                                    f"partitions give {odd} replicas (one factor per topic)")
+            assignment = {existing + i: reps for i, reps in enumerate(given)}
+        ctl.create_topic(name, new, rf, assignment=assignment, validate_only=validate_only)
+        return count
+
+    total = ctl.call(grow, timeout=max(deadline - time.monotonic(), 0.001))
+    if not validate_only:
+        wait_for_leaders(ctx, name, total, deadline)
+
+
+def _answer(ctx: RequestContext, rows: list[tuple[str, int, str | None]]) -> Any:
+    Result = codec.RESPONSES[37].CreatePartitionsTopicResult
+    return ctx.response(throttle_time_ms=0, results=[
+        Result(name=name, error_code=code, error_message=message)
+        for name, code, message in rows])
+
+
+__all__ = ["create_partitions"]

@@ -1,0 +1,242 @@
+"""CreateTopics (key 19, v2-7): topics created through the configured placer.
+
+Per topic, in request order (a name given twice is answered once, ``INVALID_REQUEST``):
+
+- the name is checked (``INVALID_TOPIC_EXCEPTION``); ``num_partitions`` /
+  ``replication_factor`` of -1 take the broker's ``num.partitions`` /
+  ``default.replication.factor``; explicit ``assignments`` (with both counts -1, else
+  ``INVALID_REQUEST``) are checked like any placement (``INVALID_REPLICA_ASSIGNMENT`` with the
+  reason: partitions 0..n-1 once each, one replication factor, distinct live brokers);
+- the configs are validated as the broker validates every topic config (``INVALID_CONFIG``
+  naming the key; unknown keys refused); the counts against the bounds of
+  :mod:`kafka_tiers.placement.limits` (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``,
+  ``POLICY_VIOLATION``); an existing topic is ``TOPIC_ALREADY_EXISTS``;
+- a cluster places the topic on the controller (:meth:`Controller.create_topic`, through
+  ``broker.replica.placer``) and writes it; a standalone broker creates it with replication
+  factor 1 (any other is ``INVALID_REPLICATION_FACTOR``);
+- ``validate_only``: every check and the placement run, nothing is created, and the answer is
+  the one the creation would have had (topic id: zero);
+- ``timeout_ms``: how long to wait for the creation and for every partition to have a leader;
+  past it the answer is ``REQUEST_TIMED_OUT`` (the creation goes on, as in Kafka);
+- v5+ answers carry the topic's partitions, replication factor and configs (as
+  DescribeConfigs shows them), v7 its topic id.
+
+Any broker accepts the request; a cluster member that is not the controller forwards it
+(:mod:`kafka_tiers.kafka.admin_routing`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_tiers.api import ConfigError
+from kafka_tiers.kafka import codec
+from kafka_tiers.kafka.admin_routing import (
+    NotControllerError,
+    admin_error,
+    forward_to_controller,
+    is_local,
+    request_timeout_s,
+)
+from kafka_tiers.kafka.apis.configs import topic_entries
+from kafka_tiers.kafka.cluster_state import ClusterState
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.errors import (
+    INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REPLICATION_FACTOR,
+    INVALID_REQUEST,
+    NOT_CONTROLLER,
+    REQUEST_TIMED_OUT,
+    TOPIC_ALREADY_EXISTS,
+    KafkaApiError,
+)
+from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id
+from kafka_tiers.log.names import validate_topic
+from kafka_tiers.placement.limits import as_count
+
+
+def wait_for_leaders(ctx: RequestContext, topic: str, partitions: int, deadline: float
+                     ) -> None:
+    """Return once every one of ``partitions`` partitions of ``topic`` has a leader in the
+    cluster's state.
+
+    Raises:
+        KafkaApiError: ``REQUEST_TIMED_OUT`` at ``deadline`` (monotonic seconds).
+    """
+    while True:
+        view = ClusterState(ctx.broker, ctx.listener).topic(topic)
+        if view is not None and len(view.partitions) >= partitions and all(
+                p.leader >= 0 for p in view.partitions.values()):
+            return
+        if time.monotonic() >= deadline:
+            missing = [] if view is None else sorted(
+                p for p, pv in view.partitions.items() if pv.leader < 0)
+            raise KafkaApiError(REQUEST_TIMED_OUT, f"topic {topic} is created but partitions "
+                                f"{missing[:10]} have no leader yet within the request's "
+                                "timeout; they get one as their brokers come up")
+        time.sleep(0.02)
+
+
+def _configs(topic: str, entries: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in entries or ():
+        if c.value is None:
+            raise ConfigError(f"config {c.name} of topic {topic} has a null value; give a "
+                              "value or leave the key out", key=c.name)
+        if c.name in out:
+            raise KafkaApiError(INVALID_REQUEST, f"config {c.name} of topic {topic} is given "
+                                "more than once")
+        out[c.name] = c.value
+    return out
+
+
+#: what a created (or checked) topic is answered with: partitions, replication factor, config
+Created = tuple[int, int, dict[str, str]]
+
+
+def _create_one(ctx: RequestContext, t: Any, validate_only: bool, deadline: float
+                ) -> Created:
+    """Create (or check) one topic; returns its partition count, replication factor and
+    config."""
+    name = t.name
+    validate_topic(name)
+    config = _configs(name, t.configs)
+    assignment = {int(a.partition_index): [int(b) for b in a.broker_ids]
+                  for a in t.assignments or ()}
+    if t.assignments and len(assignment) != len(t.assignments):
+        raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"the assignment of topic {name} "
+                            "gives a partition more than once")
+    if assignment and (t.num_partitions != -1 or t.replication_factor != -1):
+        raise KafkaApiError(INVALID_REQUEST, f"topic {name}: give either assignments or "
+                            f"num_partitions/replication_factor (got {t.num_partitions} and "
+                            f"{t.replication_factor} with {len(assignment)} assignments), "
+                            "not both")
+    cfg = ctx.config
+    parts = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+    member = ctx.broker.member
+    if member is None:
+        return _create_standalone(ctx, name, parts, t.replication_factor, config, assignment,
+                                  validate_only)
+    rf = cfg["default.replication.factor"] if t.replication_factor == -1 else \
+        t.replication_factor
+    if not assignment:
+        as_count(parts, f"the partition count of topic {name}",
+                 error_code="INVALID_PARTITIONS")
+        as_count(rf, f"the replication factor of topic {name}",
+                 error_code="INVALID_REPLICATION_FACTOR")
+    ctl = member.controller
+    if ctl is None:
+        raise NotControllerError("the broker is starting")
+
+    def create() -> dict[int, list[int]]:
+        if name in ctl.topic_configs:
+            raise KafkaApiError(TOPIC_ALREADY_EXISTS, f"topic {name!r} exists already")
+        return ctl.create_topic(name, parts, rf, config, assignment=assignment or None,
+                                validate_only=validate_only)
+
+    left = deadline - time.monotonic()
+    plan = ctl.call(create, timeout=max(left, 0.001))
+    created = len(plan)
+    factor = len(next(iter(plan.values()))) if plan else 0
+    if not validate_only:
+        wait_for_leaders(ctx, name, created, deadline)
+    return created, factor, config
+
+
+def _create_standalone(ctx: RequestContext, name: str, parts: Any, rf: int,
+                       config: Mapping[str, str], assignment: Mapping[int, list[int]],
+                       validate_only: bool) -> Created:
+    broker = ctx.broker
+    me = broker.broker_id
+    if assignment:
+        if sorted(assignment) != list(range(len(assignment))):
+            raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"the assignment of topic {name} "
+                                f"must give partitions 0 to {len(assignment) - 1} once each; "
+                                f"got {sorted(assignment)[:10]}")
+        for p, reps in sorted(assignment.items()):
+            if reps != [me]:
+                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"partition {p} of topic "
+                                    f"{name}: replicas {reps}; this standalone broker "
+                                    f"(id {me}) can only hold [{me}]")
+        parts = len(assignment)
+    elif rf not in (-1, 1):
+        raise KafkaApiError(INVALID_REPLICATION_FACTOR, f"replication factor {rf} of topic "
+                            f"{name}: a standalone broker holds one replica (use 1 or -1)")
+    parts = as_count(parts, f"the partition count of topic {name}",
+                     error_code="INVALID_PARTITIONS")
+    if validate_only:
+        if name in broker.topics():
+            raise KafkaApiError(TOPIC_ALREADY_EXISTS, f"topic {name!r} exists already")
+        broker.topic_configs.validate(name, config)
+        broker.topic_configs.check_new_partitions(name, parts)
+    else:
+        broker.create_topic(name, parts, dict(config))
+    return parts, 1, dict(config)
+
+
+@handles(19, 2, 7)
+def create_topics(ctx: RequestContext, request: Any) -> Any:
+    """Create each topic of the request (see the module docstring)."""
+    timeout_ms = int(request.timeout_ms)
+    validate_only = bool(getattr(request, "validate_only", False))
+    if not is_local(ctx):
+        try:
+            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
+        except NotControllerError as exc:
+            return _answer(ctx, [(t.name, NOT_CONTROLLER, str(exc), None)
+                                 for t in _distinct(request.topics)])
+    wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else int(ctx.config["request.timeout.ms"]) \
+        / 1000.0
+    deadline = time.monotonic() + wait_s
+    names = [t.name for t in request.topics]
+    rows: list[tuple[str, int, str | None, Created | None]] = []
+    for t in _distinct(request.topics):
+        if names.count(t.name) > 1:
+            rows.append((t.name, INVALID_REQUEST, f"topic {t.name} is given more than once "
+                         "in the request", None))
+            continue
+        try:
+            created = _create_one(ctx, t, validate_only, deadline)
+        except Exception as exc:
+            code, message = admin_error(exc)
+            rows.append((t.name, code, message, None))
+            continue
+        rows.append((t.name, 0, None, created))
+    return _answer(ctx, rows, validate_only)
+
+
+def _distinct(topics: Any) -> list[Any]:
+    seen: set[str] = set()
+    out = []
+    for t in topics:
+        if t.name not in seen:
+            seen.add(t.name)
+            out.append(t)
+    return out
+
+
+def _answer(ctx: RequestContext,
+            rows: list[tuple[str, int, str | None, Created | None]],
+            validate_only: bool = False) -> Any:
+    Result = codec.RESPONSES[19].CreatableTopicResult
+    Config = Result.CreatableTopicConfigs
+    out = []
+    for name, code, message, created in rows:
+        fields: dict[str, Any] = {"name": name, "error_code": code, "error_message": message,
+                                  "topic_id": ZERO_UUID, "num_partitions": -1,
+                                  "replication_factor": -1, "configs": None}
+        if code == 0 and created is not None and ctx.version >= 5:
+            fields["num_partitions"], fields["replication_factor"], config = created
+            fields["configs"] = [Config(name=e.name, value=e.value, read_only=e.read_only,
+                                        config_source=e.source, is_sensitive=e.sensitive)
+                                 for e in topic_entries(ctx.config, config)]
+            if not validate_only:
+                fields["topic_id"] = topic_id(ctx.broker, name) or ZERO_UUID
+        out.append(Result(**fields))
+    return ctx.response(throttle_time_ms=0, topics=out)
+
+
+__all__ = ["create_topics", "wait_for_leaders"]

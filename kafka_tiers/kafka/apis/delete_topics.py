@@ -1,0 +1,131 @@
+"""DeleteTopics (key 20, v1-6): topics deleted with their remote data.
+
+Topics are named (v1-5: ``topic_names``; v6: ``topics`` by name or by topic id). Per topic:
+
+- an unknown name is ``UNKNOWN_TOPIC_OR_PARTITION``, an unknown id ``UNKNOWN_TOPIC_ID``; a
+  topic named twice is answered once, ``INVALID_REQUEST``;
+- Kafka's internal topics (:data:`INTERNAL_TOPICS`: the consumer groups' offsets, ...) are
+  protected: ``INVALID_REQUEST``;
+- a tiered topic's remote data is deleted first (every remote segment of every partition,
+  through the storage plugin; document 004), then its replicas and its metadata: a standalone
+  broker as :meth:`Broker.delete_topic`, a cluster as :meth:`Controller.delete_topic`. When
+  the remote tier refuses, the answer is ``KAFKA_STORAGE_ERROR`` and the topic stays (repeat
+  the deletion);
+- ``timeout_ms`` bounds the wait for the deletion (``REQUEST_TIMED_OUT`` past it; the
+  deletion goes on).
+
+Any broker accepts the request; a cluster member that is not the controller forwards it
+(:mod:`kafka_tiers.kafka.admin_routing`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from kafka_tiers.kafka import codec
+from kafka_tiers.kafka.admin_routing import (
+    NotControllerError,
+    admin_error,
+    forward_to_controller,
+    is_local,
+    request_timeout_s,
+)
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.errors import (
+    INVALID_REQUEST,
+    NOT_CONTROLLER,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaApiError,
+)
+from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
+
+UNKNOWN_TOPIC_ID = 100
+#: topics no client may delete (Kafka's internal topics)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
+                             "__cluster_metadata"})
+
+
+def _wanted(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid.UUID]]:
+    """``(name or None, id)`` per entry of the request."""
+    if ctx.version >= 6:
+        return [(t.name or None, t.topic_id or ZERO_UUID) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
+@handles(20, 1, 6)
+def delete_topics(ctx: RequestContext, request: Any) -> Any:
+    """Delete each topic of the request (see the module docstring)."""
+    timeout_ms = int(request.timeout_ms)
+    wanted = _wanted(ctx, request)
+    if not is_local(ctx):
+        try:
+            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
+        except NotControllerError as exc:
+            return _answer(ctx, [(n, i, NOT_CONTROLLER, str(exc)) for n, i in wanted])
+    wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else \
+        int(ctx.config["request.timeout.ms"]) / 1000.0
+    deadline = time.monotonic() + wait_s
+    rows: list[tuple[str | None, uuid.UUID, int, str | None]] = []
+    resolved: list[tuple[str | None, uuid.UUID, str | None]] = []
+    for name, tid in wanted:
+        if name is None and tid.int != 0:
+            name_of_id = topic_name(ctx.broker, tid)
+            resolved.append((None, tid, name_of_id))
+        else:
+            resolved.append((name, tid, name))
+    targets = [t for _, _, t in resolved if t is not None]
+    done: set[str] = set()
+    for asked, tid, name in resolved:
+        if name is None:
+            rows.append((asked, tid, UNKNOWN_TOPIC_ID if asked is None else
+                         UNKNOWN_TOPIC_OR_PARTITION,
+                         f"no topic has the id {tid}" if asked is None else
+                         "no topic name given"))
+            continue
+        if name in done:
+            continue
+        done.add(name)
+        if targets.count(name) > 1:
+            rows.append((name, tid, INVALID_REQUEST, f"topic {name} is named more than once "
+                         "in the request"))
+            continue
+        try:
+            known = tid if tid.int != 0 else topic_id(ctx.broker, name) or ZERO_UUID
+            _delete_one(ctx, name, deadline)
+        except Exception as exc:
+            code, message = admin_error(exc)
+            rows.append((name, tid, code, message))
+            continue
+        rows.append((name, known, 0, None))
+    return _answer(ctx, rows)
+
+
+def _delete_one(ctx: RequestContext, name: str, deadline: float) -> None:
+    if name in INTERNAL_TOPICS:
+        raise KafkaApiError(INVALID_REQUEST, f"topic {name} is internal to the brokers "
+                            "(consumer group offsets, ...) and cannot be deleted")
+    member = ctx.broker.member
+    if member is None:
+        ctx.broker.delete_topic(name)
+        return
+    ctl = member.controller
+    if ctl is None:
+        raise NotControllerError("the broker is starting")
+    if ctx.broker.metadata is not None and ctx.broker.metadata.topic(name) is None:
+        raise KafkaApiError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+    ctl.call(lambda: ctl.delete_topic(name), timeout=max(deadline - time.monotonic(), 0.001))
+
+
+def _answer(ctx: RequestContext, rows: list[tuple[str | None, uuid.UUID, int, str | None]]
+            ) -> Any:
+    Result = codec.RESPONSES[20].DeletableTopicResult
+    return ctx.response(throttle_time_ms=0, responses=[
+        Result(name=name if name is not None or ctx.version >= 6 else "", topic_id=tid,
+               error_code=code, error_message=message)
+        for name, tid, code, message in rows])
+
+
+__all__ = ["INTERNAL_TOPICS", "delete_topics"]
