@@ -1,0 +1,63 @@
+"""DeleteRecords (key 21, v0-v2): the leader of each partition moves its log start offset up
+to the offset given (``-1``: the high watermark).
+
+Per partition (:meth:`kafka_tiers.broker.broker.Broker.delete_records`): local segments
+wholly below the new log start offset are deleted and the log dir's log start offset
+checkpoint is written; for a tiered topic the remote segments wholly below it are deleted
+through the storage plugin by the leader's remote log manager (its task is triggered at once)
+and no read below it is served (``OFFSET_OUT_OF_RANGE``, from either tier). Followers apply
+the leader's log start offset from its fetch answers. ``low_watermark`` is the leader's log
+start offset afterwards; an offset at or below it changes nothing.
+
+Errors: ``OFFSET_OUT_OF_RANGE`` (negative but -1, or above the high watermark),
+``NOT_LEADER_OR_FOLLOWER`` (the client re-routes), ``UNKNOWN_TOPIC_OR_PARTITION``,
+``KAFKA_STORAGE_ERROR`` (the replica's log dir is offline), ``INVALID_REQUEST`` for every
+partition of a request naming more than ``max.request.partitions``.
+
+Where Kafka differs: its leader answers once every live replica's log start offset reached
+the new one (or ``timeout_ms`` passed); here the answer comes once the leader moved (the
+followers follow within a fetch), so the request never waits and its timeout is never
+reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_tiers.api import TopicPartition
+from kafka_tiers.kafka import errors as kerr
+from kafka_tiers.kafka.codec import response_class
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.registry import handles
+from kafka_tiers.placement.limits import check_request_entries
+
+
+@handles(21, 0, 2)
+def delete_records(ctx: RequestContext, request: Any) -> Any:
+    """Delete the records below the given offsets (see the module docstring)."""
+    cls = response_class(21, ctx.version)
+    topic_cls = cls.DeleteRecordsTopicResult
+    part_cls = topic_cls.DeleteRecordsPartitionResult
+    asked = [(TopicPartition(t.name, int(p.partition_index)), int(p.offset))
+             for t in request.topics for p in t.partitions]
+    results: dict[TopicPartition, tuple[int, int]] = {}
+    try:
+        check_request_entries(ctx.config, asked, "partitions to delete records of")
+    except Exception:
+        results = {tp: (-1, kerr.INVALID_REQUEST) for tp, _ in asked}
+        asked = []
+    for tp, offset in asked:
+        try:
+            results[tp] = (ctx.broker.delete_records(tp, offset), 0)
+        except Exception as exc:
+            code, _ = kerr.error_of(exc)
+            results[tp] = (-1, code)
+    by_topic: dict[str, list[Any]] = {}
+    for tp, (low, code) in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            part_cls(partition_index=tp.partition, low_watermark=low, error_code=code))
+    return ctx.response(throttle_time_ms=0, topics=[
+        topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+__all__ = ["delete_records"]
