@@ -52,7 +52,13 @@ from kafka_tiers.log.errors import (
     TransactionsUnsupportedError,
 )
 from kafka_tiers.log.names import SNAPSHOT_SUFFIX, segment_file_name
-from kafka_tiers.log.records import ControlRecordType, RecordBatch
+from kafka_tiers.log.records import (
+    CONTROL_MASK,
+    HEADER,
+    NO_SEQUENCE,
+    ControlRecordType,
+    RecordBatch,
+)
 
 VERSION = 1
 #: batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN,
@@ -112,6 +118,28 @@ class BatchMetadata(NamedTuple):
     first_offset: int
     last_offset: int
     timestamp: int
+
+
+class BatchFacts(NamedTuple):
+    """The producer facts of a batch, read from its 61-byte header alone."""
+
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    max_timestamp: int
+    is_control: bool
+
+    @classmethod
+    def parse(cls, header: bytes | bytearray | memoryview) -> BatchFacts:
+        """From a batch header (the first 61 bytes of a batch; nothing else is read)."""
+        (base, _len, _epoch, _magic, _crc, attrs, delta, _ts, max_ts, pid, pepoch, seq,
+         _count) = HEADER.unpack_from(header)
+        last_seq = NO_SEQUENCE if seq == NO_SEQUENCE else (seq + delta) % SEQUENCE_SPACE
+        return cls(base, base + delta, pid, pepoch, seq, last_seq, max_ts,
+                   bool(attrs & CONTROL_MASK))
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -286,7 +314,7 @@ class ProducerStateManager:
             self.windows.pop(pid, None)
         return len(doomed)
 
-    def rebuild_windows(self, batches: Iterable[RecordBatch], upto: int) -> None:
+    def rebuild_windows(self, batches: Iterable[BatchFacts], upto: int) -> None:
         """Rebuild the recent-batch windows from ``batches`` (the log before ``upto``, the
         offset the table was loaded at, in offset order): the snapshot held only each
         producer's last batch. Batches of another epoch, or after the producer's last batch,
