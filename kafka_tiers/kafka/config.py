@@ -36,6 +36,10 @@ KAFKA_LISTENER_KEYS: tuple[ConfigKey, ...] = (
               "A Kafka-protocol connection silent this long is closed."),
     ConfigKey("socket.listen.backlog.size", Int(min=1, bits=32), 50,
               "The listen backlog of each listener socket."),
+    ConfigKey("max.incremental.fetch.session.cache.slots", Int(min=0, bits=32), 1000,
+              "Incremental fetch sessions (KIP-227) the broker keeps at once; a new one takes "
+              "a free slot or that of a session idle for 120 s, else the client fetches "
+              "without a session."),
     ConfigKey("auto.create.topics.enable", Bool(), False,
               "Metadata for an unknown topic creates it (num.partitions, "
               "default.replication.factor) through the placer. Off by default here "

@@ -20,6 +20,7 @@ import pytest
 
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.broker.broker import Broker
+from kafka_tiers.kafka.fetch_sessions import cache_of
 from kafka_tiers.kafka.topic_ids import topic_id
 from kafka_tiers.log.records import ProducerRecord, RecordBatch, build_batch
 from tests.broker.helpers import make_broker, shutdown_brokers, thread_baseline  # noqa: F401
@@ -40,6 +41,7 @@ INVALID_REQUEST = 42
 REPLICA_NOT_AVAILABLE = 9
 KAFKA_STORAGE_ERROR = 56
 FETCH_SESSION_ID_NOT_FOUND = 70
+INVALID_FETCH_SESSION_EPOCH = 71
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 UNKNOWN_TOPIC_ID = 100
@@ -69,7 +71,8 @@ def part(version: int, partition: int, offset: int, max_bytes: int = 1 << 20,
 
 def fetch(broker: Broker, version: int, topics: list[tuple[str, list[Any]]], *,
           max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 50 << 20,
-          replica_id: int = -1, session_id: int = 0, isolation_level: int = 0,
+          replica_id: int = -1, session_id: int = 0, session_epoch: int = -1,
+          isolation_level: int = 0, forgotten: list[tuple[str, list[int]]] = (),
           conn: RawConnection | None = None) -> Any:
     """One raw Fetch at ``version``; topics are ``(name, [part(...)])`` (by id from v13)."""
     req = request_class(FETCH, version)
@@ -78,10 +81,13 @@ def fetch(broker: Broker, version: int, topics: list[tuple[str, list[Any]]], *,
         tid = topic_id(broker, name) if version >= 13 else None
         entries.append(req.FetchTopic(version=version, topic=name,
                                       topic_id=tid or uuid.uuid4(), partitions=parts))
+    gone = [req.ForgottenTopic(version=version, topic=name,
+                               topic_id=topic_id(broker, name) if version >= 13 else None,
+                               partitions=ps) for name, ps in forgotten]
     fields: dict[str, Any] = dict(max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                   max_bytes=max_bytes, isolation_level=isolation_level,
-                                  session_id=session_id, session_epoch=-1, topics=entries,
-                                  forgotten_topics_data=[], rack_id="")
+                                  session_id=session_id, session_epoch=session_epoch,
+                                  topics=entries, forgotten_topics_data=gone, rack_id="")
     if version <= 14:
         fields["replica_id"] = replica_id
     else:
@@ -287,12 +293,57 @@ def test_unknown_topic_id_is_refused(broker: Broker) -> None:
     assert only(resp).error_code == UNKNOWN_TOPIC_ID
 
 
-def test_follower_fetches_and_sessions_are_refused(broker: Broker) -> None:
+def test_follower_fetches_are_refused(broker: Broker) -> None:
     for version in (11, 15):
         p = only(fetch(broker, version, [("t", [part(version, 0, 0)])], replica_id=2))
         assert p.error_code == REPLICA_NOT_AVAILABLE and bytes(p.records or b"") == b""
-    resp = fetch(broker, 12, [("t", [part(12, 0, 0)])], session_id=42)
-    assert resp.error_code == FETCH_SESSION_ID_NOT_FOUND and resp.responses == []
+
+
+def _answered(resp: Any) -> dict[int, list[int]]:
+    """partition -> offsets of an incremental response (one topic)."""
+    return {p.partition_index: offsets_of(p.records)
+            for t in resp.responses for p in t.partitions}
+
+
+@pytest.mark.parametrize("version", [7, 12, 13, 16])
+def test_incremental_fetch_sessions(broker: Broker, version: int) -> None:
+    v = version
+    # epoch 0 opens a session: a full answer and the session's id
+    full = fetch(broker, v, [("t", [part(v, 0, 0), part(v, 1, 0)])], session_epoch=0)
+    sid = full.session_id
+    assert full.error_code == NONE and sid > 0
+    assert _answered(full) == {0: list(range(20)), 1: []}
+    # epoch 1: partition 0 moved on, nothing new anywhere: nothing answered
+    inc = fetch(broker, v, [("t", [part(v, 0, 20)])], session_id=sid, session_epoch=1)
+    assert (inc.error_code, inc.session_id, _answered(inc)) == (NONE, sid, {})
+    # a record on partition 1: only partition 1 (still fetched from 0 by the session)
+    produce(broker, TopicPartition("t", 1), 0, 1)
+    inc = fetch(broker, v, [], session_id=sid, session_epoch=2)
+    assert _answered(inc) == {1: [0]}
+    assert inc.responses[0].partitions[0].high_watermark == 1
+    # partition 1 forgotten: a record there is not answered; partition 0's is
+    produce(broker, TopicPartition("t", 0), 20, 1)
+    produce(broker, TopicPartition("t", 1), 1, 1)
+    inc = fetch(broker, v, [], session_id=sid, session_epoch=3, forgotten=[("t", [1])])
+    assert _answered(inc) == {0: [20]}
+    # a wrong epoch, an unknown session
+    assert fetch(broker, v, [], session_id=sid, session_epoch=3).error_code == \
+        INVALID_FETCH_SESSION_EPOCH
+    assert fetch(broker, v, [], session_id=sid + 1, session_epoch=1).error_code == \
+        FETCH_SESSION_ID_NOT_FOUND
+    # epoch -1 closes it
+    assert fetch(broker, v, [], session_id=sid, session_epoch=-1).session_id == 0
+    assert fetch(broker, v, [], session_id=sid, session_epoch=4).error_code == \
+        FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_fetch_session_slots(standalone: Callable[..., Broker]) -> None:
+    b = standalone(**{"max.incremental.fetch.session.cache.slots": "1"})
+    b.create_topic("t", 1)
+    first = fetch(b, 12, [("t", [part(12, 0, 0)])], session_epoch=0)
+    second = fetch(b, 12, [("t", [part(12, 0, 0)])], session_epoch=0)
+    assert first.session_id > 0 and second.session_id == 0  # full, without a session
+    assert second.error_code == NONE and only(second).error_code == NONE
 
 
 def test_an_offline_log_dir_is_a_storage_error_of_its_partitions_only(
@@ -517,6 +568,8 @@ def test_kafka_python_and_aiokafka_consumers_read(broker: Broker) -> None:
         consumer.close()
     assert seen == {**{(0, i): value(i) for i in range(20)},
                     **{(1, i): value(i) for i in range(7)}}
+    assert broker.kafka_server is not None
+    assert len(cache_of(broker.kafka_server)) == 1  # it read through a fetch session
 
     async def aio() -> dict[tuple[int, int], bytes]:
         from aiokafka import AIOKafkaConsumer

@@ -46,12 +46,11 @@ Followers
     A fetch with ``replica_id`` >= 0 (a Kafka broker replicating) is refused: every partition
     is answered ``REPLICA_NOT_AVAILABLE``. kafka-tiers brokers replicate over their own
     transport; a Kafka broker cannot be a follower here.
-Fetch sessions (KIP-227)
-    Not kept: every response has ``session_id`` 0, which tells the client that there is no
-    session and its next fetch is a full one (librdkafka never asks for sessions; the Java
-    client and kafka-python fall back to full fetches). A request naming a session
-    (``session_id`` != 0) is answered ``FETCH_SESSION_ID_NOT_FOUND`` so the client starts
-    over with a full fetch.
+Fetch sessions (KIP-227, v7+)
+    Kept as Kafka keeps them (:mod:`kafka_tiers.kafka.fetch_sessions`): epoch 0 opens a
+    session (when ``max.incremental.fetch.session.cache.slots`` has room), later fetches send
+    only changes and get only the partitions with something new; epoch -1 fetches without a
+    session.
 """
 
 from __future__ import annotations
@@ -82,6 +81,16 @@ from kafka_tiers.kafka.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     error_of,
 )
+from kafka_tiers.kafka.fetch_sessions import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    INITIAL_EPOCH,
+    INVALID_FETCH_SESSION_EPOCH,
+    SESSIONLESS_EPOCH,
+    FetchSession,
+    Key,
+    cache_of,
+    next_epoch,
+)
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import OffsetOutOfRangeError
@@ -94,7 +103,6 @@ log = logging.getLogger(__name__)
 FETCH_KEY = 1
 MIN_VERSION, MAX_VERSION = 4, 18
 REPLICA_NOT_AVAILABLE = 9
-FETCH_SESSION_ID_NOT_FOUND = 70
 UNKNOWN_TOPIC_ID = 100
 #: the size of a records placeholder: 12 random bytes per response and the slot number
 _TOKEN_SIZE = 16
@@ -171,8 +179,13 @@ def fetch(ctx: RequestContext, request: Any) -> RawBody:
     if replica_id >= 0:
         got = [_Got(REPLICA_NOT_AVAILABLE) for _ in wants]
         return _encode(ctx, request, wants, _Pass(got), NONE)
-    if int(request.session_id) != 0:
-        return _encode(ctx, request, [], _Pass(), FETCH_SESSION_ID_NOT_FOUND)
+    opened = _session_of(ctx, request, wants)
+    if isinstance(opened, int):  # a session error
+        return _encode(ctx, request, [], _Pass(), opened)
+    session, incremental = opened
+    if incremental:
+        assert session is not None
+        wants = _session_wants(ctx, session)
     cfg = ctx.config
     limit = max(0, min(int(request.max_bytes), int(cfg["fetch.max.bytes"])))
     max_wait = min(max(int(request.max_wait_ms), 0), int(cfg["request.timeout.ms"])) / 1000.0
@@ -188,11 +201,75 @@ def fetch(ctx: RequestContext, request: Any) -> RawBody:
         result.close()
         seen = signal.wait(seen, deadline)
         result = _read_all(ctx, wants, limit, remote_allowed=False)
+    if session is not None:
+        with session.lock:
+            keep = [session.include(_key(ctx.version, w), g.error, g.high_watermark,
+                                    g.log_start_offset, g.size)
+                    for w, g in zip(wants, result.got, strict=True)]
+        if incremental:  # only the partitions with something new
+            wants = [w for w, k in zip(wants, keep, strict=True) if k]
+            result.got = [g for g, k in zip(result.got, keep, strict=True) if k]
     try:
-        return _encode(ctx, request, wants, result, NONE)
+        return _encode(ctx, request, wants, result, NONE,
+                       session.id if session is not None else 0)
     except BaseException:
         result.close()
         raise
+
+
+def _key(version: int, w: _Want) -> Key:
+    return (w.topic_id, None, w.partition) if version >= 13 else (None, w.topic, w.partition)
+
+
+def _session_of(ctx: RequestContext, request: Any, wants: list[_Want]
+                ) -> tuple[FetchSession | None, bool] | int:
+    """``(session or None, incremental)`` of a request (see
+    :mod:`kafka_tiers.kafka.fetch_sessions`), or a top-level error code."""
+    sid, epoch = int(request.session_id), int(request.session_epoch)
+    if ctx.version < 7:
+        return None, False
+    cache = cache_of(ctx.server)
+    if epoch in (SESSIONLESS_EPOCH, INITIAL_EPOCH):
+        if sid != 0:
+            cache.remove(sid)
+        if epoch == SESSIONLESS_EPOCH:
+            return None, False
+        session = cache.create()
+        if session is not None:
+            session.update(((_key(ctx.version, w), w.offset, w.max_bytes,
+                             w.current_leader_epoch) for w in wants), ())
+        return session, False
+    found = cache.get(sid)
+    if found is None:
+        return FETCH_SESSION_ID_NOT_FOUND
+    with found.lock:
+        if epoch != found.epoch:
+            return INVALID_FETCH_SESSION_EPOCH
+        found.epoch = next_epoch(epoch)
+        by_id = ctx.version >= 13
+        forgotten = [(t.topic_id, None, int(p)) if by_id else (None, t.topic, int(p))
+                     for t in request.forgotten_topics_data for p in t.partitions]
+        found.update(((_key(ctx.version, w), w.offset, w.max_bytes, w.current_leader_epoch)
+                      for w in wants), forgotten)
+    return found, True
+
+
+def _session_wants(ctx: RequestContext, session: FetchSession) -> list[_Want]:
+    """Every partition of a session, grouped by topic (first-added topic first)."""
+    with session.lock:
+        items = list(session.partitions.items())
+    groups: dict[tuple[uuid.UUID | None, str | None], list[_Want]] = {}
+    names: dict[uuid.UUID, str | None] = {}
+    for (tid, name, partition), sp in items:
+        index = list(groups).index((tid, name)) if (tid, name) in groups else len(groups)
+        group = groups.setdefault((tid, name), [])
+        if tid is not None:  # v13+: named by id
+            if tid not in names:
+                names[tid] = topic_name(ctx.broker, tid)
+            name = names[tid]
+        group.append(_Want(index, name, tid, partition, sp.offset, sp.max_bytes,
+                           sp.current_leader_epoch))
+    return [w for group in groups.values() for w in group]
 
 
 def _replica_id(request: Any, version: int) -> int:
@@ -322,7 +399,7 @@ def _leader_of(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int] | Non
 
 # ---------------------------------------------------------------------- encoding
 def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass,
-            top_error: int) -> RawBody:
+            top_error: int, session_id: int = 0) -> RawBody:
     """The response body: kafka-python's FetchResponse with placeholders spliced into file
     regions (see the module docstring)."""
     v = ctx.version
@@ -359,7 +436,8 @@ def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass
                                     topic_id=w.topic_id or uuid.UUID(int=0), partitions=[]))
             last_index = w.topic_index
         topics[-1].partitions.append(part)
-    resp = resp_cls(throttle_time_ms=0, error_code=top_error, session_id=0, responses=topics)
+    resp = resp_cls(throttle_time_ms=0, error_code=top_error, session_id=session_id,
+                    responses=topics)
     if v >= 16 and leaders:
         resp.node_endpoints = _endpoints(ctx, resp_cls, leaders)
     try:
