@@ -73,13 +73,14 @@ def confluent_consumer(bootstrap: str, group: str | None = None, **extra: Any
 def kafka_python_common(bootstrap: str) -> dict[str, Any]:
     """kafka-python settings shared by its producer, consumer and admin client."""
     return {"bootstrap_servers": bootstrap.split(","), "request_timeout_ms": 5000,
-            "api_version_auto_timeout_ms": 5000, "reconnect_backoff_max_ms": 1000,
+            "bootstrap_timeout_ms": 5000, "reconnect_backoff_max_ms": 1000,
             "metadata_max_age_ms": 2000}
 
 
 def kafka_python_producer_conf(bootstrap: str, **extra: Any) -> dict[str, Any]:
     """``kafka.KafkaProducer(**conf)`` (idempotent by default in 3.x)."""
-    conf = kafka_python_common(bootstrap) | {"max_block_ms": 10000, "retry_backoff_ms": 100}
+    conf = kafka_python_common(bootstrap) | {"max_block_ms": 10000, "retry_backoff_ms": 100,
+                                             "delivery_timeout_ms": 15000}
     conf.update(extra)
     return conf
 
@@ -90,7 +91,8 @@ def kafka_python_consumer_conf(bootstrap: str, group: str | None = None,
     conf = kafka_python_common(bootstrap) | {
         "group_id": group, "auto_offset_reset": "earliest",
         "enable_auto_commit": group is not None, "consumer_timeout_ms": 10000,
-        "session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "fetch_max_wait_ms": 100}
+        "session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "fetch_max_wait_ms": 100,
+        "request_timeout_ms": 7000}
     conf.update(extra)
     return conf
 
