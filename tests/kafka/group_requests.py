@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tests.kafka.raw_requests import RawConnection
+from tests.kafka.raw_requests import RawConnection, request_class
 
 FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
 DESCRIBE, LIST, DELETE, COMMIT, FETCH, OFFSET_DELETE = 15, 16, 42, 8, 9, 47
@@ -105,12 +105,16 @@ def commit(conn: RawConnection, group: str, offsets: dict[tuple[str, int], int],
            version: int = 9, metadata: str = "", generation: int = -1, member_id: str = "",
            instance_id: str | None = None) -> dict[tuple[str, int], int]:
     """An OffsetCommit; each partition's error code."""
+    tcls = request_class(COMMIT, version).OffsetCommitRequestTopic
+    pcls = tcls.OffsetCommitRequestPartition
     topics: dict[str, list[Any]] = {}
     for (t, p), off in offsets.items():
-        topics.setdefault(t, []).append((p, off, -1, -1, metadata))
+        topics.setdefault(t, []).append(pcls(partition_index=p, committed_offset=off,
+                                             committed_leader_epoch=-1, commit_timestamp=-1,
+                                             committed_metadata=metadata))
     resp = conn.call(COMMIT, version, group_id=group, generation_id_or_member_epoch=generation,
                      member_id=member_id, group_instance_id=instance_id, retention_time_ms=-1,
-                     topics=[(t, parts) for t, parts in topics.items()])
+                     topics=[tcls(name=t, partitions=parts) for t, parts in topics.items()])
     return {(t.name, p.partition_index): p.error_code for t in resp.topics
             for p in t.partitions}
 

@@ -1,0 +1,330 @@
+"""Committed offsets (part 4): OffsetCommit v2-v9, OffsetFetch v1-v9, OffsetDelete v0, kept in
+``__consumer_offsets`` in Kafka's record format, surviving a restart and a coordinator
+failover, bounded by snapshots, expired by ``offsets.retention.minutes``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kafka_tiers.api import TopicPartition
+from kafka_tiers.broker.broker import Broker
+from kafka_tiers.kafka.groups import OFFSETS_TOPIC, partition_for
+from kafka_tiers.kafka.groups.records import (
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from tests.kafka.group_requests import (
+    OFFSET_DELETE,
+    RawMember,
+    commit,
+    fetch,
+    find_coordinator,
+)
+from tests.kafka.raw_requests import RawConnection
+
+FAST = {"group.initial.rebalance.delay.ms": "100", "offsets.topic.num.partitions": "3"}
+
+
+@pytest.fixture
+def broker(make_kafka_broker: Callable[..., Broker]) -> Broker:
+    b = make_kafka_broker(**FAST)
+    b.create_topic("t", 4)
+    b.create_topic("u", 2)
+    return b
+
+
+def coordinator_conn(bootstrap: str, group: str) -> RawConnection:
+    """A connection to ``group``'s coordinator (found with FindCoordinator)."""
+    with RawConnection(bootstrap.split(",")[0]) as conn:
+        deadline = time.monotonic() + 20
+        while True:
+            resp = find_coordinator(conn, group)
+            if resp.error_code == 0:
+                break
+            assert time.monotonic() < deadline, f"no coordinator: {resp}"
+            time.sleep(0.1)
+    return RawConnection(f"{resp.host}:{resp.port}")
+
+
+# ------------------------------------------------------------------ record format
+
+
+def test_records_are_kafkas_schemas_byte_for_byte() -> None:
+    """OffsetCommitKey v1, OffsetCommitValue v3, GroupMetadataKey v2, GroupMetadataValue v3
+    as Kafka lays them out (int16 version, int16-length strings, big-endian)."""
+    key = encode_offset_key(OffsetKey("g", "t", 2))
+    assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x02"
+    value = encode_offset_value(OffsetValue(42, 7, "m", 1000))
+    assert value == (b"\x00\x03" + (42).to_bytes(8, "big") + (7).to_bytes(4, "big")
+                     + b"\x00\x01m" + (1000).to_bytes(8, "big"))
+    assert encode_group_key(GroupKey("g")) == b"\x00\x02\x00\x01g"
+    assert decode_key(key) == OffsetKey("g", "t", 2)
+    assert decode_key(b"\x00\x02\x00\x01g") == GroupKey("g")
+    assert decode_offset_value(value) == OffsetValue(42, 7, "m", 1000)
+    # v1 (with expire_timestamp) and v0 read too
+    v1 = b"\x00\x01" + (5).to_bytes(8, "big") + b"\x00\x00" + (9).to_bytes(8, "big") + \
+        (11).to_bytes(8, "big")
+    assert decode_offset_value(v1) == OffsetValue(5, -1, "", 9, 11)
+    group = GroupValue("consumer", 3, "range", "m1", 123, (
+        MemberValue("m1", None, "c", "/127.0.0.1", 300000, 10000, b"sub", b"asg"),))
+    raw = encode_group_value(group)
+    assert raw[:2] == b"\x00\x03" and decode_group_value(raw) == group
+    with pytest.raises(RecordFormatError):
+        decode_key(b"\x00\x07\x00\x01g")
+    with pytest.raises(RecordFormatError):
+        decode_offset_value(b"\x00\x01\x00")
+
+
+# ------------------------------------------------------------------ commit and fetch
+
+
+@pytest.mark.parametrize("version", range(2, 10))
+def test_commit_every_version_then_fetch(broker: Broker, version: int) -> None:
+    """A commit without group management (generation -1, no member) on an empty group is
+    stored; every OffsetFetch version reads it back (leader epoch from v5)."""
+    group = f"simple-{version}"
+    with coordinator_conn(broker.bootstrap_servers, group) as conn:
+        assert commit(conn, group, {("t", 0): 10, ("t", 3): 33, ("u", 1): 7}, version=version,
+                      metadata="meta") == {("t", 0): 0, ("t", 3): 0, ("u", 1): 0}
+        for fv in range(1, 10):
+            error, got = fetch(conn, group, {"t": [0, 1, 3], "u": [1]}, version=fv)
+            assert error == 0
+            assert got == {("t", 0): (10, "meta", 0), ("t", 1): (-1, "", 0),
+                           ("t", 3): (33, "meta", 0), ("u", 1): (7, "meta", 0)}, fv
+        # null topics: every committed partition (v2+)
+        for fv in (2, 7, 8, 9):
+            _, everything = fetch(conn, group, None, version=fv)
+            assert set(everything) == {("t", 0), ("t", 3), ("u", 1)}
+
+
+def test_fetch_v8_batches_groups_and_unknown_group(broker: Broker) -> None:
+    with coordinator_conn(broker.bootstrap_servers, "a") as conn:
+        commit(conn, "a", {("t", 1): 5})
+        resp = conn.call(9, 8, groups=[("a", [("t", [1])]), ("zz-unknown", [("t", [1])])],
+                         require_stable=False)
+    found = {g.group_id: (g.error_code, [(p.partition_index, p.committed_offset)
+                                         for t in g.topics for p in t.partitions])
+             for g in resp.groups}
+    # the unknown group may live on another partition of this same (only) broker
+    assert found["a"] == (0, [(1, 5)])
+    assert found["zz-unknown"] == (0, [(1, -1)])
+
+
+def test_commit_checks_generation_and_member(broker: Broker) -> None:
+    m = RawMember(broker.bootstrap_servers, "cg", protocols=[("range", b"")])
+    find_coordinator(m.conn, "cg")
+    assert m.join_once().error_code == 79
+    resp = m.join_once()
+    assert resp.error_code == 0
+    # CompletingRebalance: the member knows its generation, the assignment is not out yet
+    assert m.commit({("t", 0): 1}) == {("t", 0): 27}  # REBALANCE_IN_PROGRESS
+    m.sync([(m.member_id, b"")])
+    assert m.commit({("t", 0): 1}) == {("t", 0): 0}
+    assert m.commit({("t", 0): 2}, generation=m.generation + 1) == {("t", 0): 22}
+    with RawConnection(broker.bootstrap_servers) as conn:
+        assert commit(conn, "cg", {("t", 0): 3}, generation=m.generation,
+                      member_id="intruder") == {("t", 0): 25}  # UNKNOWN_MEMBER_ID
+        # generation -1 and no member on a group with members: UNKNOWN_MEMBER_ID
+        assert commit(conn, "cg", {("t", 0): 3}) == {("t", 0): 25}
+        # a group nobody knows with a generation: ILLEGAL_GENERATION
+        assert commit(conn, "cg-none", {("t", 0): 3}, generation=4,
+                      member_id="x") == {("t", 0): 22}
+        assert fetch(conn, "cg", {"t": [0]})[1] == {("t", 0): (1, "", 0)}
+    m.close()
+
+
+def test_commit_metadata_bound_and_unknown_partitions(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(**FAST, **{"offset.metadata.max.bytes": "8"})
+    b.create_topic("t", 2)
+    with coordinator_conn(b.bootstrap_servers, "mb") as conn:
+        assert commit(conn, "mb", {("t", 0): 1}, metadata="12345678") == {("t", 0): 0}
+        assert commit(conn, "mb", {("t", 1): 1}, metadata="123456789") == {("t", 1): 12}
+        assert commit(conn, "mb", {("t", 5): 1, ("nope", 0): 1}) == {("t", 5): 3,
+                                                                     ("nope", 0): 3}
+        assert fetch(conn, "mb", {"t": [0, 1]})[1] == {("t", 0): (1, "12345678", 0),
+                                                       ("t", 1): (-1, "", 0)}
+
+
+def test_not_coordinator_when_the_broker_does_not_lead(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    cluster = make_kafka_cluster(brokers=3, overrides=FAST)
+    boot = cluster.bootstrap_servers.split(",")
+    with RawConnection(boot[0]) as conn:
+        c = find_coordinator(conn, "nc")
+    assert c.error_code == 0
+    other = next(a for a in boot if a != f"{c.host}:{c.port}")
+    with RawConnection(other) as conn:
+        assert commit(conn, "nc", {("x", 0): 1}) == {("x", 0): 16}  # NOT_COORDINATOR
+        assert fetch(conn, "nc", {"x": [0]}, version=7)[0] == 16
+        assert conn.call(12, 4, group_id="nc", generation_id=1, member_id="m",
+                         group_instance_id=None).error_code == 16
+
+
+# ------------------------------------------------------------------ OffsetDelete
+
+
+def test_offset_delete(broker: Broker) -> None:
+    with coordinator_conn(broker.bootstrap_servers, "od") as conn:
+        commit(conn, "od", {("t", 0): 1, ("t", 1): 2, ("u", 0): 3})
+        resp = conn.call(OFFSET_DELETE, 0, group_id="od", topics=[("t", [(0,), (1,)])])
+        assert resp.error_code == 0
+        assert [(p.partition_index, p.error_code) for p in resp.topics[0].partitions] == \
+            [(0, 0), (1, 0)]
+        assert fetch(conn, "od", None)[1] == {("u", 0): (3, "", 0)}
+        missing = conn.call(OFFSET_DELETE, 0, group_id="od-missing", topics=[("t", [(0,)])])
+        assert missing.error_code == 69  # GROUP_ID_NOT_FOUND
+    # a consumer group with members: its subscribed topics' offsets stay
+    from tests.kafka.group_requests import subscription
+    m = RawMember(broker.bootstrap_servers, "od2", protocols=[("range", subscription("t"))])
+    find_coordinator(m.conn, "od2")
+    m.join()
+    m.sync([(m.member_id, b"")])
+    m.commit({("t", 0): 1, ("u", 0): 2})
+    resp = m.conn.call(OFFSET_DELETE, 0, group_id="od2", topics=[("t", [(0,)]),
+                                                                  ("u", [(0,)])])
+    assert resp.error_code == 0
+    assert {t.name: t.partitions[0].error_code for t in resp.topics} == {"t": 86, "u": 0}
+    m.close()
+
+
+# ------------------------------------------------------------------ durability
+
+
+def test_offsets_and_group_survive_a_restart(make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(**FAST)
+    b.create_topic("t", 2)
+    m = RawMember(b.bootstrap_servers, "r", protocols=[("range", b"sub")])
+    find_coordinator(m.conn, "r")
+    m.join()
+    m.sync([(m.member_id, b"asg")])
+    assert m.commit({("t", 0): 100, ("t", 1): 200}, metadata="x") == {("t", 0): 0,
+                                                                      ("t", 1): 0}
+    m.close()
+    # the records in the log are Kafka's: the last one is the offset of t-1
+    tp = TopicPartition(OFFSETS_TOPIC, partition_for("r", 3))
+    records = [r for batch in b.fetch(tp, 0).batches() for r in batch.records()]
+    keys = [decode_key(r.key) for r in records if r.key is not None]
+    assert OffsetKey("r", "t", 1) in keys and GroupKey("r") in keys
+    b.shutdown()
+    again = Broker({"broker.id": "1", "log.dirs": str(b.config["log.dirs"][0]),
+                    "listeners": "PLAINTEXT://127.0.0.1:0", **FAST}).start()
+    try:
+        with coordinator_conn(again.bootstrap_servers, "r") as conn:
+            assert fetch(conn, "r", {"t": [0, 1]})[1] == {("t", 0): (100, "x", 0),
+                                                          ("t", 1): (200, "x", 0)}
+            d = conn.call(15, 5, groups=["r"], include_authorized_operations=False).groups[0]
+            assert (d.group_state, d.protocol_data) == ("Stable", "range")
+            assert [(x.member_id, x.member_assignment) for x in d.members] == \
+                [(m.member_id, b"asg")]
+    finally:
+        again.shutdown()
+
+
+def test_snapshots_keep_the_offsets_topic_bounded(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    """Many commits of a few partitions: the coordinator snapshots the live records and
+    moves the log start offset, so the partition keeps a bounded number of records and
+    bytes; a restart reads the latest offsets from the snapshot and what follows."""
+    b = make_kafka_broker(**FAST, **{"offsets.snapshot.min.records": "50",
+                                     "offsets.topic.segment.bytes": "4096"})
+    b.create_topic("t", 4)
+    tp = TopicPartition(OFFSETS_TOPIC, partition_for("snap", 3))
+    with coordinator_conn(b.bootstrap_servers, "snap") as conn:
+        for i in range(600):
+            commit(conn, "snap", {("t", i % 4): i})
+        lg = b.log(tp)
+        held = lg.log_end_offset - lg.log_start_offset
+        assert lg.log_start_offset > 450
+        assert held <= 2 * 4 + 50 + 4  # live keys twice, the threshold, one snapshot
+        assert lg.size < 3 * 4096 + 2048  # a few small segments, not 600 records' worth
+        assert fetch(conn, "snap", {"t": [0, 1, 2, 3]})[1] == {
+            ("t", p): (596 + p, "", 0) for p in range(4)}
+    log_dir = str(b.config["log.dirs"][0])
+    b.shutdown()
+    again = Broker({"broker.id": "1", "log.dirs": log_dir,
+                    "listeners": "PLAINTEXT://127.0.0.1:0", **FAST}).start()
+    try:
+        with coordinator_conn(again.bootstrap_servers, "snap") as conn:
+            assert fetch(conn, "snap", {"t": [0, 1, 2, 3]})[1] == {
+                ("t", p): (596 + p, "", 0) for p in range(4)}
+    finally:
+        again.shutdown()
+
+
+def test_retention_expires_an_empty_groups_offsets(broker: Broker) -> None:
+    """offsets.retention.minutes: an empty group's offsets expire that long after it became
+    empty; a group left without offsets is deleted."""
+    from kafka_tiers.kafka.groups.coordinator import GroupCoordinator
+    with coordinator_conn(broker.bootstrap_servers, "old") as conn:
+        commit(conn, "old", {("t", 0): 9})
+        m = RawMember(broker.bootstrap_servers, "kept", protocols=[("range", b"")])
+        m.join()
+        m.sync([(m.member_id, b"")])
+        m.commit({("t", 0): 5})
+        server = broker.kafka_server
+        assert server is not None
+        coordinator = server.component("group-coordinator", GroupCoordinator)
+        week = 7 * 24 * 3600 * 1000
+        now = int(time.time() * 1000)
+        assert coordinator.expire_offsets(now) == 0  # nothing old yet
+        assert coordinator.expire_offsets(now + week + 1000) == 1  # "old" only: "kept" has
+        assert fetch(conn, "old", {"t": [0]})[1] == {("t", 0): (-1, "", 0)}  # a member
+        assert fetch(conn, "kept", {"t": [0]})[1] == {("t", 0): (5, "", 0)}
+        d = conn.call(15, 5, groups=["old"], include_authorized_operations=False).groups[0]
+        assert d.group_state == "Dead"
+        m.close()
+
+
+def test_committed_offsets_survive_the_coordinators_death(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    """A 3-broker cluster: offsets committed to the coordinator (acks=all into
+    __consumer_offsets) are answered by the new coordinator after the old one's broker is
+    killed."""
+    cluster = make_kafka_cluster(brokers=3, overrides=FAST)
+    cl = cluster.client()
+    cl.create_topic("t", 3, 3)
+    boot = cluster.bootstrap_servers
+    with coordinator_conn(boot, "fo") as conn:
+        assert commit(conn, "fo", {("t", 0): 11, ("t", 2): 22}) == {("t", 0): 0, ("t", 2): 0}
+        old = find_coordinator(conn, "fo").node_id
+    cluster.broker(old).kill()
+    survivors = ",".join(a for a in boot.split(",")
+                         if a != f"{cluster_host(cluster, old)}")
+    deadline = time.monotonic() + 30
+    while True:
+        with RawConnection(survivors.split(",")[0]) as conn:
+            c = find_coordinator(conn, "fo")
+        if c.error_code == 0 and c.node_id != old:
+            break
+        assert time.monotonic() < deadline, f"no new coordinator: {c}"
+        time.sleep(0.2)
+    with RawConnection(f"{c.host}:{c.port}") as conn:
+        deadline = time.monotonic() + 20
+        while True:
+            error, got = fetch(conn, "fo", {"t": [0, 1, 2]})
+            if error == 0:
+                break
+            assert time.monotonic() < deadline, error
+            time.sleep(0.2)
+    assert got == {("t", 0): (11, "", 0), ("t", 1): (-1, "", 0), ("t", 2): (22, "", 0)}
+
+
+def cluster_host(cluster: Any, broker_id: int) -> str:
+    """``host:port`` of a broker's Kafka listener."""
+    return str(cluster.broker(broker_id).bootstrap_servers)
