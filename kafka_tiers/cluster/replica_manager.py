@@ -378,6 +378,9 @@ class ReplicaManager:
         self.fenced: set[int] = set()
         self.controller_epoch = 0
         self._lock = threading.RLock()
+        # a JBOD move swaps a replica's log: the partition follows (no lock taken: the
+        # mover holds the old log's lock, which an append under a partition's lock waits for)
+        log_manager.add_log_replaced_listener(self._log_replaced)
         self._fetchers: dict[int, _Fetcher] = {}
         self._data = threading.Condition()
         self._stopped = threading.Event()
@@ -388,6 +391,11 @@ class ReplicaManager:
         self._isr_thread.start()
 
     # ------------------------------------------------------------------ helpers
+    def _log_replaced(self, tp: TopicPartition, log: Log) -> None:
+        p = self.partitions.get(tp)
+        if p is not None:
+            p.log = log
+
     def address_of(self, broker_id: int) -> str | None:
         return self.brokers.get(broker_id)
 

@@ -244,6 +244,7 @@ class LogManager:
         #: periodic jobs added by the owner: name -> (interval in ms, job)
         self._jobs: dict[str, tuple[int, Callable[[], object]]] = {}
         self._dir_state_listeners: list[Callable[[], None]] = []
+        self._log_replaced_listeners: list[Callable[[TopicPartition, Log], None]] = []
         #: per thread: the log dirs whose fsync a batched creation defers (None: no batch)
         self._deferred_sync = threading.local()
 
@@ -1068,10 +1069,21 @@ class LogManager:
         return tps
 
     def _replace_log(self, tp: TopicPartition, log: Log, log_dir: Path) -> None:
-        """For the mover's swap: ``tp`` is served by ``log`` in ``log_dir`` from now on."""
+        """For the mover's swap: ``tp`` is served by ``log`` in ``log_dir`` from now on
+        (the log-replaced listeners are told)."""
         with self._lock:
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
+        for listener in list(self._log_replaced_listeners):
+            listener(tp, log)
+
+    def add_log_replaced_listener(self, listener: Callable[[TopicPartition, Log], None]
+                                  ) -> None:
+        """Call ``listener(tp, new_log)`` when a JBOD move swapped the replica of ``tp`` for
+        its moved copy (the old ``Log`` is closed), so a holder of the old one (the replica
+        manager) follows. Called from the mover's thread while it holds the old log's lock:
+        the listener must not block nor take a lock an append may hold."""
+        self._log_replaced_listeners.append(listener)
 
     def add_dir_state_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after a log dir went offline (from the failing thread; it

@@ -38,9 +38,7 @@ def _confluent_admin(bootstrap: str) -> AdminClient:
 
 
 def _kp_admin(bootstrap: str) -> KafkaAdminClient:
-    conf = kafka_python_common(bootstrap)
-    conf.pop("api_version_auto_timeout_ms")  # not an admin client setting
-    return KafkaAdminClient(**conf, bootstrap_timeout_ms=5000)
+    return KafkaAdminClient(**kafka_python_common(bootstrap))
 
 
 def _state(c: LocalCluster, topic: str, partition: int = 0) -> dict[str, Any]:
