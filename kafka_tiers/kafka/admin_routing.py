@@ -19,12 +19,13 @@ entry: :func:`kafka_tiers.kafka.errors.error_of`, plus the bound refusals of
 
 from __future__ import annotations
 
+import io
 import socket
 import struct
 from typing import Any
 
 from kafka_tiers.kafka import codec
-from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.context import RawBody, RequestContext
 from kafka_tiers.kafka.errors import NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, error_of
 from kafka_tiers.placement.limits import LimitExceededError
 
@@ -74,8 +75,9 @@ def is_local(ctx: RequestContext) -> bool:
     return ctl is not None and bool(ctl.active)
 
 
-def forward_to_controller(ctx: RequestContext, request: Any, timeout_s: float) -> Any:
-    """The controller's response to ``request`` (see the module docstring).
+def forward_to_controller(ctx: RequestContext, request: Any, timeout_s: float) -> RawBody:
+    """The controller's response body to ``request`` (see the module docstring), checked to
+    decode, for the server to send under this connection's correlation id.
 
     Args:
         ctx: the request's context (its listener names the controller's endpoint).
@@ -113,11 +115,17 @@ def forward_to_controller(ctx: RequestContext, request: Any, timeout_s: float) -
     except OSError as exc:
         raise NotControllerError(f"the controller (broker {ctl[0]}) did not answer: "
                                  f"{exc}; retry") from None
-    try:
-        response = codec.RESPONSES[key].decode(body, version=version, header=True)
+    cls = codec.RESPONSES[key]
+    try:  # the body is checked to decode, then passed on as the controller's bytes
+        head = io.BytesIO(body)
+        correlation = cls.parse_header(head, version=version).correlation_id
+        cls.decode(body[head.tell():], version=version)
     except Exception as exc:
         raise NotControllerError(f"the controller's answer does not decode: {exc}") from None
-    return response
+    if correlation != 1:
+        raise NotControllerError(f"the controller answered correlation id {correlation}, "
+                                 "not 1")
+    return RawBody([body[head.tell():]])
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
