@@ -676,3 +676,99 @@ def test_requests_listing_too_many_partitions_are_refused(
     with RawConnection(b.bootstrap_servers) as c:
         resp = c.call(EPOCH, 4, **fields)
     assert [p.error_code for p in resp.topics[0].partitions] == [INVALID_REQUEST] * 4
+
+
+def test_out_of_range_resets_with_auto_offset_reset(tmp_path: Path) -> None:
+    from confluent_kafka import TopicPartition as CTP
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    b, _store, _tp = _tiered_broker(tmp_path)  # offsets 0..199, the first ones remote only
+    with confluent_consumer(b.bootstrap_servers, auto_offset_reset="earliest") as c:
+        c.assign([CTP("tiered", 0, 5000)])  # above the log end offset
+        got: dict[int, bytes] = {}
+        deadline = time.monotonic() + 20
+        while len(got) < 200 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None:
+                assert m.error() is None, m.error()
+                got[m.offset()] = m.value()
+    assert got == {i: value(i) for i in range(200)}  # reset to 0: the remote tier's start
+    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap_servers.split(","),
+                             request_timeout_ms=5000, enable_auto_commit=False,
+                             consumer_timeout_ms=1500, fetch_max_wait_ms=100,
+                             auto_offset_reset="latest")
+    try:
+        consumer.assign([KTP("tiered", 0)])
+        consumer.seek(KTP("tiered", 0), 5000)
+        assert list(consumer) == []  # reset to the end: nothing to read
+        assert consumer.position(KTP("tiered", 0)) == 200
+    finally:
+        consumer.close()
+
+
+def test_confluent_consumer_follows_a_leader_change(make_kafka_cluster: Callable[..., Any],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from confluent_kafka import TopicPartition as CTP
+
+    import kafka_tiers.kafka.apis.offset_for_leader_epoch as ofle
+
+    asked: list[tuple[Any, ...]] = []
+    real = ofle._end_offset
+
+    def counting(*args: Any) -> tuple[int, int, int]:
+        out = real(*args)
+        asked.append((*args[1:], *out))
+        return out
+
+    monkeypatch.setattr(ofle, "_end_offset", counting)
+    cluster = make_kafka_cluster()
+    KafkaTarget("cluster", cluster).create_topic("fo", 1, 3)
+    cl = cluster.client()
+    for i in range(10):
+        cl.produce("fo", 0, build_batch([ProducerRecord(value(i))]))
+    got: dict[int, bytes] = {}
+    with confluent_consumer(cluster.bootstrap_servers) as c:
+        c.assign([CTP("fo", 0, 0)])
+
+        def read(count: int) -> None:
+            deadline = time.monotonic() + 30
+            while len(got) < count and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is not None:
+                    assert m.error() is None, m.error()
+                    got[m.offset()] = m.value()
+
+        read(10)
+        old = cl.leader("fo", 0, refresh=True)
+        cluster.kill(old)  # the consumer's leader dies; another replica takes over
+        cluster.wait_until(lambda: cl.leader("fo", 0, refresh=True) not in (-1, old), 20,
+                           "a new leader")
+        for i in range(10, 20):
+            cl.produce("fo", 0, build_batch([ProducerRecord(value(i))]), timeout=20)
+        read(20)
+    assert got == {i: value(i) for i in range(20)}
+    # librdkafka validated its position with the new leader (KIP-320): epoch 0 ended at 10
+    assert any(a[-3:] == (NONE, 0, 10) for a in asked), asked
+
+
+def test_kafka_python_reads_without_a_session_when_no_slot_is_free(
+        standalone: Callable[..., Broker]) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    b = standalone(**{"max.incremental.fetch.session.cache.slots": "0"})
+    b.create_topic("t", 1)
+    produce(b, TopicPartition("t", 0), 0, 30)
+    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap_servers.split(","),
+                             request_timeout_ms=5000, enable_auto_commit=False,
+                             consumer_timeout_ms=1500, fetch_max_wait_ms=100,
+                             max_partition_fetch_bytes=400)
+    try:
+        consumer.assign([KTP("t", 0)])
+        consumer.seek(KTP("t", 0), 0)
+        seen = {m.offset: m.value for m in consumer}
+    finally:
+        consumer.close()
+    assert seen == {i: value(i) for i in range(30)}
+    assert b.kafka_server is not None and len(cache_of(b.kafka_server)) == 0
