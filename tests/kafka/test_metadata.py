@@ -243,6 +243,24 @@ def test_unknown_and_invalid_topics_get_their_error_codes(
     assert "nope" not in b.topics()
 
 
+@pytest.mark.parametrize("version", [1, 13])
+def test_a_request_listing_too_many_topics_is_refused(
+        make_kafka_broker: Callable[..., Broker], version: int) -> None:
+    b = make_kafka_broker(background=False, **{"max.request.topics": "3"})
+    b.create_topic("a", 1)
+    with RawConnection(b.bootstrap_servers) as conn:
+        fields = {"allow_auto_topic_creation": False} if version >= 4 else {}
+        refused = conn.call(METADATA, version, topics=_names(version, ["a", "b", "c", "d"]),
+                            **fields)
+        fine = conn.call(METADATA, version, topics=_names(version, ["a", "b", "c"]), **fields)
+        every = conn.call(METADATA, version, topics=None, **fields)
+    assert [t.error_code for t in refused.topics] == [42] * 4  # INVALID_REQUEST
+    if version >= 13:
+        assert refused.error_code == 42 and fine.error_code == 0
+    assert {t.name: t.error_code for t in fine.topics} == {"a": 0, "b": 3, "c": 3}
+    assert [t.name for t in every.topics] == ["a"]  # every topic is not a list
+
+
 def test_topics_asked_by_id_are_answered_with_their_names(
         make_kafka_broker: Callable[..., Broker]) -> None:
     b = make_kafka_broker(background=False)

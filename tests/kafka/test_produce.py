@@ -174,7 +174,8 @@ def test_invalid_acks_and_transactional_ids_are_refused(
             8, "t", {0: _batch(b"a")}, transactional_id="tx-1"))
     assert {p: r.error_code for p, r in _partitions(bad_acks).items()} == {0: 21, 1: 21}
     (r,) = _partitions(txn).values()
-    assert r.error_code == 48 and "transactions are not supported by kafka-tiers" in \
+    # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional id
+    assert r.error_code == 53 and "transactions are not supported by kafka-tiers" in \
         r.error_message
     assert b.log(TopicPartition("t", 0)).log_end_offset == 0
 

@@ -14,9 +14,10 @@ Unknown topics
     broker) and answered ``LEADER_NOT_AVAILABLE``, as Kafka does, so the client asks again.
     Internal topics (``__consumer_offsets``) are never created here.
 Errors
-    an illegal name: ``INVALID_TOPIC_EXCEPTION``; a partition without a leader:
-    ``LEADER_NOT_AVAILABLE``; a leader that does not advertise this listener:
-    ``LISTENER_NOT_FOUND`` (v6+, as Kafka).
+    more topics listed than ``max.request.topics``: every one ``INVALID_REQUEST`` (v13: the
+    top-level error too), nothing looked up; an illegal name: ``INVALID_TOPIC_EXCEPTION``;
+    a partition without a leader: ``LEADER_NOT_AVAILABLE``; a leader that does not advertise
+    this listener: ``LISTENER_NOT_FOUND`` (v6+, as Kafka).
 Authorized operations (v8+)
     there is no authorizer: every operation of the resource is reported allowed when asked
     for (as Kafka does without an authorizer).
@@ -107,6 +108,14 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
         return topic_entry(E.NONE, view.name, tid, parts)
 
     topics: list[Any] = []
+    cap = int(ctx.config["max.request.topics"])
+    if not everything and len(wanted) > cap:
+        # refused before any lookup: each topic INVALID_REQUEST (v13: also the top level)
+        log.warning("Metadata from %s lists %d topics, above max.request.topics %d; refused",
+                    ctx.peer, len(wanted), cap)
+        return ctx.response(**_fields(cls, brokers, state, [
+            topic_entry(E.INVALID_REQUEST, e.name, e.topic_id if v >= 10 else None)
+            for e in wanted], error=E.INVALID_REQUEST))
     if everything:
         for listed in state.topic_names():
             view = state.topic(listed)
@@ -137,18 +146,25 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
                 topics.append(topic_entry(_auto_create(ctx, name), name))
             else:
                 topics.append(topic_entry(E.UNKNOWN_TOPIC_OR_PARTITION, name))
-    fields: dict[str, Any] = {
+    fields = _fields(cls, brokers, state, topics)
+    if 8 <= v <= 10 and bool(request.include_cluster_authorized_operations):
+        fields["authorized_operations"] = set(CLUSTER_OPS)
+    return ctx.response(**fields)
+
+
+def _fields(cls: Any, brokers: list[Any], state: ClusterState, topics: list[Any],
+            error: int = E.NONE) -> dict[str, Any]:
+    """The response's fields but the cluster's authorized operations."""
+    return {
         "throttle_time_ms": 0,
         "brokers": [cls.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
                                                rack=b.rack) for b in brokers],
         "cluster_id": state.cluster_id(),
         "controller_id": state.controller_id(),
         "topics": topics,
-        "authorized_operations": set(CLUSTER_OPS) if 8 <= v <= 10 and bool(
-            request.include_cluster_authorized_operations) else OPS_NOT_REQUESTED,
-        "error_code": E.NONE,
+        "authorized_operations": OPS_NOT_REQUESTED,
+        "error_code": error,
     }
-    return ctx.response(**fields)
 
 
 def _auto_create(ctx: RequestContext, name: str) -> int:

@@ -8,10 +8,11 @@ epochs and sequences, a retried batch answered with its original offsets).
 
 Per request
     ``acks`` other than 0, 1 and -1: every partition ``INVALID_REQUIRED_ACKS``. A
-    ``transactional_id``: every partition ``INVALID_TXN_STATE`` ("transactions are not
-    supported by kafka-tiers"); a transactional batch without one is refused by the log engine
-    the same way. ``acks=0``: no response; when a partition failed the connection is closed
-    instead (as Kafka does: the client's only hint to refresh its metadata).
+    ``transactional_id``: every partition ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``
+    ("transactions are not supported by kafka-tiers", as InitProducerId answers one); a
+    transactional batch without one is refused by the log engine (``INVALID_TXN_STATE``).
+    ``acks=0``: no response; when a partition failed the connection is closed instead (as
+    Kafka does: the client's only hint to refresh its metadata).
 Per partition
     ``UNKNOWN_TOPIC_OR_PARTITION`` (``UNKNOWN_TOPIC_ID`` for v13), ``NOT_LEADER_OR_FOLLOWER``
     (also from a broker holding no replica of an existing partition, so clients re-route; v10+
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 PRODUCE_KEY = 0
 INVALID_TXN_STATE = 48
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 UNKNOWN_TOPIC_ID = 100
 TRANSACTIONS_UNSUPPORTED = "transactions are not supported by kafka-tiers"
 _BATCH_LENGTH = struct.Struct(">i")
@@ -112,7 +114,8 @@ def produce(ctx: RequestContext, request: Any) -> Any:
         for i, (_, _, parts) in enumerate(work):
             for p, _ in parts:
                 results[i, p] = PartitionResult(
-                    INVALID_TXN_STATE, f"{TRANSACTIONS_UNSUPPORTED}: transactional id "
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    f"{TRANSACTIONS_UNSUPPORTED}: transactional id "
                     f"{request.transactional_id!r} refused; produce without transactional.id")
     else:
         jobs: list[tuple[tuple[int, int], TopicPartition, Any]] = []
