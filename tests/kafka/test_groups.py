@@ -4,10 +4,13 @@ connections (kafka-python's message classes), then with real clients."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.kafka.groups import OFFSETS_TOPIC, is_internal, java_string_hash, partition_for
@@ -22,6 +25,7 @@ from tests.kafka.group_requests import (
     subscription,
 )
 from tests.kafka.raw_requests import RawConnection
+from tests.kafka.targets import KafkaTarget
 
 #: members joining an empty group within 150 ms share its first generation
 FAST = {"group.initial.rebalance.delay.ms": "150", "offsets.topic.num.partitions": "3"}
@@ -474,3 +478,255 @@ def test_group_state_machine_refuses_invalid_transitions() -> None:
     g.transition(GroupState.STABLE, 4)
     g.transition(GroupState.DEAD, 5)
     g.transition(GroupState.DEAD, 6)
+
+
+# ------------------------------------------------------------------ real clients
+
+
+class ConfluentMember:
+    """A confluent-kafka consumer polling in a thread of its own, recording what it reads
+    and its current assignment."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, assignor: str,
+                 seen: list[tuple[int, int, bytes]], lock: threading.Lock) -> None:
+        from confluent_kafka import Consumer
+
+        from tests.kafka.clients import confluent_consumer_conf
+
+        self.consumer = Consumer(confluent_consumer_conf(
+            bootstrap, group, partition_assignment_strategy=assignor,
+            auto_commit_interval_ms=200))
+        self.consumer.subscribe([topic])
+        self.seen, self.lock = seen, lock
+        self.assigned: set[int] = set()
+        self.stop = threading.Event()
+        self.closed = threading.Event()
+        self.errors: list[str] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                msg = self.consumer.poll(0.1)
+                self.assigned = {tp.partition for tp in self.consumer.assignment()}
+                if msg is None:
+                    continue
+                if msg.error():
+                    self.errors.append(str(msg.error()))
+                    continue
+                with self.lock:
+                    self.seen.append((msg.partition(), msg.offset(), msg.value()))
+            try:
+                self.consumer.commit(asynchronous=False)
+            except KafkaException as exc:  # nothing new since the last auto-commit: fine
+                if exc.args[0].code() != KafkaError._NO_OFFSET:
+                    raise
+        except Exception as exc:  # reported by the test
+            self.errors.append(repr(exc))
+        finally:
+            self.consumer.close()
+            self.closed.set()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.closed.wait(15)
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
+    from tests.kafka.clients import confluent_producer
+    with confluent_producer(bootstrap, acks="all") as producer:
+        for i, v in enumerate(values):
+            producer.produce(topic, v, partition=i % partitions)
+        assert producer.flush(15) == 0
+
+
+@pytest.mark.parametrize("kind", ["standalone", "cluster"])
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
+def test_confluent_group_of_three_every_record_once(
+        make_kafka_broker: Callable[..., Broker], make_kafka_cluster: Callable[..., Any],
+        assignor: str, kind: str) -> None:
+    """Three librdkafka consumers share 6 partitions with each client-side assignor (the
+    broker only picks the protocol; cooperative-sticky rebalances several times in a row); a
+    member leaving hands its partitions over from the offsets it committed; every record is
+    read exactly once. Standalone, and on a 3-broker cluster (offsets replicated 3 times)."""
+    if kind == "standalone":
+        b: Any = make_kafka_broker(**FAST)
+        b.create_topic("six", 6)
+    else:
+        b = make_kafka_cluster(brokers=3, overrides=FAST)
+        KafkaTarget("cluster", b).create_topic("six", 6)
+    seen: list[tuple[int, int, bytes]] = []
+    lock = threading.Lock()
+    members = [ConfluentMember(b.bootstrap_servers, f"g-{assignor}", "six", assignor, seen,
+                               lock) for _ in range(3)]
+    try:
+        def covered(ms: list[ConfluentMember], each: bool) -> bool:
+            sets = [m.assigned for m in ms]
+            union = set().union(*sets)
+            disjoint = sum(len(s) for s in sets) == len(union)
+            return union == set(range(6)) and disjoint and (all(sets) or not each)
+
+        wait_for(lambda: covered(members, True), 30, "3 members sharing 6 partitions")
+        first = [f"a{i}".encode() for i in range(60)]
+        _produce(b.bootstrap_servers, "six", first, 6)
+        wait_for(lambda: len(seen) >= 60, 20, "the first 60 records")
+        members[0].close()
+        wait_for(lambda: covered(members[1:], True), 30, "2 members sharing 6 partitions")
+        second = [f"b{i}".encode() for i in range(60)]
+        _produce(b.bootstrap_servers, "six", second, 6)
+        wait_for(lambda: len(seen) >= 120, 20, "the next 60 records")
+        time.sleep(0.3)
+    finally:
+        for m in members:
+            m.close()
+    values = sorted(v for _, _, v in seen)
+    assert values == sorted(first + second)  # each once: none lost, none twice
+    assert len({(p, o) for p, o, _ in seen}) == 120
+    assert not [e for m in members for e in m.errors]
+
+
+def test_kafka_python_group(broker: Broker) -> None:
+    """Two kafka-python 3.x consumers in a group split the topic, commit, and a third one
+    started later in the same group reads only what came after the commits."""
+    from kafka import KafkaConsumer
+
+    from tests.kafka.clients import kafka_python_consumer_conf
+
+    values = [f"k{i}".encode() for i in range(30)]
+    _produce(broker.bootstrap_servers, "t", values, 6)
+    conf = kafka_python_consumer_conf(broker.bootstrap_servers, "kp", consumer_timeout_ms=500,
+                                      enable_auto_commit=False)
+    c1, c2 = KafkaConsumer("t", **conf), KafkaConsumer("t", **conf)
+    got: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < 30 and time.monotonic() < deadline:
+            for c in (c1, c2):
+                for batch in c.poll(timeout_ms=200).values():
+                    got.extend(r.value for r in batch)
+        assert sorted(got) == sorted(values)
+        assert c1.assignment() and c2.assignment()
+        assert {tp.partition for tp in c1.assignment() | c2.assignment()} == set(range(6))
+        assert not c1.assignment() & c2.assignment()
+        c1.commit()
+        c2.commit()
+    finally:
+        c1.close()
+        c2.close()
+    more = [f"m{i}".encode() for i in range(6)]
+    _produce(broker.bootstrap_servers, "t", more, 6)
+    c3 = KafkaConsumer("t", **conf)
+    try:
+        later: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while len(later) < 6 and time.monotonic() < deadline:
+            for batch in c3.poll(timeout_ms=200).values():
+                later.extend(r.value for r in batch)
+        assert sorted(later) == sorted(more)
+    finally:
+        c3.close()
+
+
+def test_aiokafka_group(broker: Broker) -> None:
+    """Two aiokafka consumers in a group share the partitions and commit; the committed
+    offsets are what OffsetFetch answers."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    from tests.kafka.clients import aiokafka_consumer_conf
+
+    values = [f"a{i}".encode() for i in range(24)]
+    _produce(broker.bootstrap_servers, "t", values, 6)
+
+    async def run() -> tuple[list[bytes], list[set[int]]]:
+        conf = aiokafka_consumer_conf(broker.bootstrap_servers, "aio",
+                                      enable_auto_commit=False)
+        consumers = [AIOKafkaConsumer("t", **conf), AIOKafkaConsumer("t", **conf)]
+        got: list[bytes] = []
+        try:
+            for c in consumers:
+                await c.start()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                for c in consumers:
+                    for batch in (await c.getmany(timeout_ms=200)).values():
+                        got.extend(r.value for r in batch)
+                shares = [{tp.partition for tp in c.assignment()} for c in consumers]
+                if len(got) >= 24 and all(shares):
+                    break
+            for c in consumers:
+                await c.commit()
+            return got, shares
+        finally:
+            for c in consumers:
+                await c.stop()
+
+    got, shares = asyncio.run(run())
+    assert sorted(got) == sorted(values)
+    assert all(shares) and shares[0] | shares[1] == set(range(6))
+    assert not shares[0] & shares[1]
+    with RawConnection(broker.bootstrap_servers) as conn:
+        from tests.kafka.group_requests import fetch
+        error, offsets = fetch(conn, "aio", {"t": list(range(6))})
+    assert error == 0 and {o for o, _, _ in offsets.values()} == {4}
+
+
+def test_admin_clients_list_describe_delete_groups(broker: Broker) -> None:
+    """confluent-kafka's AdminClient and kafka-python's KafkaAdminClient list, describe and
+    delete groups and list a group's committed offsets."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+
+    from tests.kafka.clients import kafka_python_common
+
+    with RawConnection(broker.bootstrap_servers) as conn:
+        from tests.kafka.group_requests import commit
+        find_coordinator(conn, "idle")
+        assert commit(conn, "idle", {("t", 0): 3, ("t", 5): 8}) == {("t", 0): 0, ("t", 5): 0}
+    m = RawMember(broker.bootstrap_servers, "busy")
+    find_coordinator(m.conn, "busy")
+    m.join()
+    m.sync([(m.member_id, b"")])
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
+                         "socket.timeout.ms": 5000})
+    listed = admin.list_consumer_groups(request_timeout=10).result()
+    states = {g.group_id: g.state for g in listed.valid}
+    assert states == {"idle": ConsumerGroupState.EMPTY, "busy": ConsumerGroupState.STABLE}
+    described = {g: f.result() for g, f in
+                 admin.describe_consumer_groups(["busy", "idle"], request_timeout=10).items()}
+    assert described["busy"].state == ConsumerGroupState.STABLE
+    assert [x.member_id for x in described["busy"].members] == [m.member_id]
+    assert described["busy"].partition_assignor == "range"
+    assert described["idle"].members == []
+    offsets = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("idle", [TopicPartition("t", 0), TopicPartition("t", 5)])],
+        request_timeout=10)["idle"].result()
+    assert {(tp.partition, tp.offset) for tp in offsets.topic_partitions} == {(0, 3), (5, 8)}
+    with pytest.raises(KafkaException, match=r"NON_EMPTY_GROUP|not empty"):
+        admin.delete_consumer_groups(["busy"], request_timeout=10)["busy"].result()
+    admin.delete_consumer_groups(["idle"], request_timeout=10)["idle"].result()
+
+    kp = KafkaAdminClient(**kafka_python_common(broker.bootstrap_servers))
+    try:
+        assert [(g["group_id"], g["group_state"]) for g in kp.list_groups()] == \
+            [("busy", "Stable")]
+        desc = kp.describe_groups(["busy"])["busy"]
+        assert (desc["group_state"], desc["protocol_data"]) == ("Stable", "range")
+        assert [x["member_id"] for x in desc["members"]] == [m.member_id]
+        assert m.commit({("t", 1): 4, ("u", 0): 2}) == {("t", 1): 0, ("u", 0): 3}
+        got = kp.list_group_offsets({"busy": None})["busy"]
+        assert {(tp.topic, tp.partition, om.offset) for tp, om in got.items()} == {("t", 1, 4)}
+        from kafka import TopicPartition as KpTopicPartition
+        from kafka.errors import GroupSubscribedToTopicError
+        assert kp.delete_group_offsets("busy", [KpTopicPartition("t", 1)]) == \
+            {KpTopicPartition("t", 1): GroupSubscribedToTopicError}
+        assert m.leave().error_code == 0
+        assert kp.delete_groups(["busy", "nope"]) == {"busy": "OK",
+                                                      "nope": "GroupIdNotFoundError"}
+    finally:
+        kp.close()
+    m.close()
