@@ -5,6 +5,7 @@ producing to a standalone broker and a 3-broker cluster with acks=all."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -31,6 +32,7 @@ from kafka_tiers.log.log import Log
 from kafka_tiers.log.producer_state import AppendOrigin
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from tests.kafka.clients import (
+    aiokafka_common,
     confluent_producer,
     confluent_producer_conf,
     kafka_python_producer_conf,
@@ -324,6 +326,29 @@ def test_kafka_python_default_producer_is_idempotent(kafka_target: KafkaTarget) 
     finally:
         producer.close(5)
     assert offsets == list(range(COUNT))
+    _check_idempotent_log(_leader_log(kafka_target, topic), COUNT)
+
+
+def test_aiokafka_idempotent_producer(kafka_target: KafkaTarget) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    topic = unique("aidem")
+    kafka_target.create_topic(topic)
+
+    async def run() -> list[int]:
+        producer = AIOKafkaProducer(**aiokafka_common(kafka_target.bootstrap_servers),
+                                    acks="all", enable_idempotence=True, linger_ms=5,
+                                    max_batch_size=2048)
+        await asyncio.wait_for(producer.start(), 15)
+        try:
+            futures = [await producer.send(topic, b"m%d" % i, partition=0)
+                       for i in range(COUNT)]
+            await asyncio.wait_for(producer.flush(), 20)
+            return [(await asyncio.wait_for(f, 10)).offset for f in futures]
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(run()) == list(range(COUNT))
     _check_idempotent_log(_leader_log(kafka_target, topic), COUNT)
 
 
