@@ -80,6 +80,7 @@ def test_transactional_ids_are_refused_and_transaction_apis_not_advertised(
         resp = init_producer_id(kafka_broker.bootstrap_servers, version, "my-txn")
         assert resp.error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         assert resp.producer_id == -1
+    assert init_producer_id(kafka_broker.bootstrap_servers, 4, "").error_code == 42
     with RawConnection(kafka_broker.bootstrap_servers) as conn:
         versions = conn.call(18, 3, client_software_name="kt", client_software_version="1")
     served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}

@@ -6,7 +6,7 @@
   INVALID_PRODUCER_EPOCH) also gets a new id at epoch 0: Kafka bumps epochs only for
   transactional ids.
 - With a transactional id: refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (see
-  :mod:`kafka_tiers.kafka.apis.transactions`).
+  :mod:`kafka_tiers.kafka.apis.transactions`); an empty one with INVALID_REQUEST, as Kafka.
 
 v6 (two-phase commit, unstable in Kafka) is not served. Any broker answers (an idempotent
 producer asks any broker, no coordinator is involved).
@@ -36,11 +36,14 @@ COMPONENT = "producer_ids"
 #: the answer while no block of ids can be claimed (store or disk failing): retriable, as
 #: Kafka's answer while its next block is not there yet
 COORDINATOR_LOAD_IN_PROGRESS = 14
+INVALID_REQUEST = 42
 
 
 @handles(22, 0, 5)
 def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     """A new producer id at epoch 0, or the refusal of a transactional id."""
+    if request.transactional_id == "":
+        return _answer(ctx, INVALID_REQUEST, -1, -1)
     if request.transactional_id is not None:
         log.info("InitProducerId from %s: %s", ctx.peer,
                  transactions_unsupported_message(request.transactional_id))
