@@ -328,3 +328,80 @@ def test_committed_offsets_survive_the_coordinators_death(
 def cluster_host(cluster: Any, broker_id: int) -> str:
     """``host:port`` of a broker's Kafka listener."""
     return str(cluster.broker(broker_id).bootstrap_servers)
+
+
+def test_confluent_group_survives_its_coordinators_death(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    """A librdkafka consumer group on a 3-broker cluster: records read and committed, the
+    coordinator's broker killed, the consumer goes on with the new coordinator (which
+    loaded the group and its offsets) and a later consumer of the group reads only what
+    was not committed."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    from tests.kafka.clients import confluent_consumer_conf, confluent_producer
+    from tests.kafka.targets import KafkaTarget
+
+    cluster = make_kafka_cluster(brokers=3, overrides=FAST)
+    KafkaTarget("cluster", cluster).create_topic("t", 3, 3)
+    boot = cluster.bootstrap_servers
+
+    def produce(prefix: str) -> list[bytes]:
+        values = [f"{prefix}{i}".encode() for i in range(30)]
+        with confluent_producer(boot, acks="all") as producer:
+            for i, v in enumerate(values):
+                producer.produce("t", v, partition=i % 3)
+            assert producer.flush(20) == 0
+        return values
+
+    def read(consumer: Any, n: int, timeout: float) -> list[bytes]:
+        got: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+        return got
+
+    def commit(consumer: Any) -> None:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                consumer.commit(asynchronous=False)
+                return
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError._NO_OFFSET:
+                    return
+                assert time.monotonic() < deadline, exc
+                time.sleep(0.2)
+
+    first = produce("a")
+    conf = confluent_consumer_conf(boot, "survivor", enable_auto_commit=False)
+    consumer = Consumer(conf)
+    try:
+        consumer.subscribe(["t"])
+        assert sorted(read(consumer, 30, 20)) == sorted(first)
+        commit(consumer)
+        with RawConnection(boot.split(",")[0]) as conn:
+            old = find_coordinator(conn, "survivor").node_id
+        cluster.broker(old).kill()
+        second = produce("b")
+        assert sorted(read(consumer, 30, 30)) == sorted(second)
+        commit(consumer)
+    finally:
+        consumer.close()
+    alive = [a for a in boot.split(",") if a != cluster_host(cluster, old)]
+    with RawConnection(alive[0]) as conn:
+        c = find_coordinator(conn, "survivor")
+    assert c.error_code == 0 and c.node_id != old
+    with RawConnection(f"{c.host}:{c.port}") as conn:
+        assert fetch(conn, "survivor", {"t": [0, 1, 2]})[1] == {
+            ("t", p): (20, "", 0) for p in range(3)}
+    third = produce("c")
+    later = Consumer(confluent_consumer_conf(",".join(alive), "survivor",
+                                             enable_auto_commit=False))
+    try:
+        later.subscribe(["t"])
+        assert sorted(read(later, 30, 15)) == sorted(third)
+        assert read(later, 1, 1.0) == []  # nothing committed comes back
+    finally:
+        later.close()
