@@ -221,9 +221,10 @@ class KafkaAdmin:
                                       "--partitions to add partitions)", "TOPIC_ALREADY_EXISTS")
             count = existing + (len(assignment) if assignment is not None else
                                 int(partitions or 0))
-            spec: dict[str, Any] = {"count": count}
+            spec: int | dict[str, Any] = count
             if assignment is not None:
-                spec["assignments"] = [list(r) for _, r in sorted(assignment.items())]
+                spec = {"count": count,
+                        "assignments": [list(r) for _, r in sorted(assignment.items())]}
             with _errors(f"CreatePartitions {topic}"):
                 resp = self.admin.create_partitions({topic: spec}, timeout_ms=ms,
                                                     raise_errors=False)
@@ -240,8 +241,9 @@ class KafkaAdmin:
             with _errors(f"CreateTopics {topic}"):
                 resp = self.admin.create_topics({topic: data}, timeout_ms=ms,
                                                 raise_errors=False)
-            for t in resp.topics:
-                _raise_code(f"CreateTopics {topic}", t.error_code, t.error_message)
+            for t in resp.get("topics", []):
+                _raise_code(f"CreateTopics {topic}", t.get("error_code", 0),
+                            t.get("error_message"))
         if wait:
             self.wait_for_leaders(topic, timeout)
         parts = self.describe_topic(topic)

@@ -173,7 +173,10 @@ def tiering_demo(cfg: Any, topic: str, records: int, hooks: Any, work: Path
         "rsm.config.dir": str(work / "remote"),
         "remote.log.manager.task.interval.ms": "3600000",
         # the sample's listener (127.0.0.1:9092) may be taken: the quick start's is any free port
-        "listeners": "PLAINTEXT://127.0.0.1:0"}
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        # librdkafka looks up its group's coordinator even for an assigned consumer, which
+        # creates Kafka's internal offsets topic: one partition is enough here
+        "offsets.topic.num.partitions": "1"}
     broker_cfg = cfg.with_overrides(settings)
     props = work / "server.properties"
     props.write_text("# Written by kafka-tiers quickstart: the quick-start broker's settings.\n"

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from kafka_tiers.cli import cli
 from kafka_tiers.cluster.local_cluster import LocalCluster
+from tests.cli_run import kt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,8 +98,8 @@ def test_place_reads_the_live_cluster_through_metadata(cluster: LocalCluster,
     assert [p["partition"] for p in doc["partitions"]] == [2, 3, 4]
     assert all(len(set(p["replicas"])) == 2 and set(p["replicas"]) <= {1, 2, 3}
                for p in doc["partitions"])
-    code, _out, err = run("place", "--partitions", "1", "--replication-factor", "1")
-    assert code == 2 and "give --cluster" in err
+    ran = kt("place", "--partitions", "1", "--replication-factor", "1")
+    assert ran.code == 2 and "give --cluster" in ran.err
 
 
 def test_broker_start_prints_the_kafka_bootstrap_address(tmp_path: Path) -> None:
@@ -174,9 +175,8 @@ def test_log_dirs_describe_through_describe_log_dirs(jbod_cluster: LocalCluster)
     assert set(held) == {("events", 0), ("events", 1)} and held[("events", 0)] > 500
     code, out, err = run("log-dirs", "describe", "--bootstrap-server", boot)
     assert code == 0 and out.count("log dir(s)") == 3, err
-    code, _out, err = run("log-dirs", "describe", "--bootstrap-server", boot,
-                          "--broker-ids", "9")
-    assert code == 2 and "broker 9 is not in the cluster" in err
+    ran = kt("log-dirs", "describe", "--bootstrap-server", boot, "--broker-ids", "9")
+    assert ran.code == 2 and "broker 9 is not in the cluster" in ran.err
 
 
 def test_reassign_and_consume_through_the_kafka_protocol(jbod_cluster: LocalCluster,
@@ -243,5 +243,44 @@ def test_log_dirs_plan_through_the_kafka_protocol_keeps_every_replica(
         assert e["replicas"] == assignment[e["topic"]]  # the replica set is kept as it is
         assert [d for b, d in zip(e["replicas"], e["log_dirs"], strict=True) if b != 1] == [
             "any"]
-    code, _out, err = run("log-dirs", "plan", "--bootstrap-server", c.bootstrap_servers)
-    assert code == 2 and "--broker-id" in err
+    ran = kt("log-dirs", "plan", "--bootstrap-server", c.bootstrap_servers)
+    assert ran.code == 2 and "--broker-id" in ran.err
+
+
+def test_topics_lifecycle_through_the_kafka_protocol(cluster: LocalCluster) -> None:
+    boot = cluster.bootstrap_servers
+    code, out, err = run("topics", "create", "orders", "--partitions", "3",
+                         "--replication-factor", "2", "--config", "retention.ms=3600000",
+                         "--bootstrap-server", boot, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(doc["assignment"]) == ["0", "1", "2"]
+    assert all(len(set(r)) == 2 for r in doc["assignment"].values())
+    ran = kt("topics", "create", "orders", "--bootstrap-server", boot)
+    assert ran.code == 2 and ran.err_lines == [
+        "error: CreateTopics orders: TOPIC_ALREADY_EXISTS (give --partitions to add "
+        "partitions)"], ran.err
+    code, out, err = run("topics", "create", "orders", "--partitions", "2",
+                         "--bootstrap-server", boot, "--format", "json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["assignment"]) == ["3", "4"]  # CreatePartitions continues
+    code, out, err = run("topics", "create", "pinned", "--partitions", "2",
+                         "--replication-factor", "2", "--broker-ids", "1,3",
+                         "--bootstrap-server", boot, "--format", "json")
+    assert code == 0, err
+    assert all(sorted(r) == [1, 3] for r in json.loads(out)["assignment"].values())
+    code, out, err = run("topics", "produce", "orders", "--partition", "1", "hello", "world",
+                         "--bootstrap-server", boot)
+    assert code == 0 and "offsets 0..1" in out, err
+    code, out, err = run("topics", "consume", "orders", "--partition", "1",
+                         "--bootstrap-server", boot, "--format", "json")
+    assert code == 0, err
+    assert [(r["offset"], r["value"]) for r in json.loads(out)] == [(0, "hello"), (1, "world")]
+    code, out, err = run("cluster", "elect-leaders", "--topic", "orders",
+                         "--bootstrap-server", boot)
+    assert code == 0 and "orders-0" in out, err
+    code, out, err = run("topics", "delete", "orders", "--bootstrap-server", boot)
+    assert code == 0 and "deleted orders" in out, err
+    with cluster.client() as client:
+        md = client.metadata()
+    assert sorted(t["topic"] for t in md["topics"] if not t["error"]) == ["pinned"]
