@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,12 +22,13 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewPartitions as KpNewPartitions
 from kafka.admin import NewTopic as KpNewTopic
 
-from kafka_tiers.api import TopicPartition
+from kafka_tiers.api import RemoteLogSegmentMetadata, RemoteStorageError, TopicPartition
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from kafka_tiers.kafka.admin_routing import FORWARDED_CLIENT_PREFIX
 from kafka_tiers.kafka.codec import REQUESTS, RESPONSES
 from kafka_tiers.kafka.topic_ids import topic_id
+from kafka_tiers.remote.local import LocalRemoteStorageManager
 from tests.kafka.clients import confluent_producer, kafka_python_common
 
 RACKS = ["/dc1/r1", "/dc1/r2", "/dc2/r1"]
@@ -38,6 +40,20 @@ DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 
 # ---------------------------------------------------------------------- helpers
+
+#: set: :class:`RefusingDeletes` refuses every deletion
+REFUSE_DELETES = threading.Event()
+
+
+class RefusingDeletes(LocalRemoteStorageManager):
+    """The local backend, refusing deletions while :data:`REFUSE_DELETES` is set (a remote
+    tier that fails during a topic deletion; loaded by import path)."""
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        if REFUSE_DELETES.is_set():
+            raise RemoteStorageError("the remote tier refuses deletions right now")
+        super().delete_log_segment_data(metadata)
+
 
 def call(address: str, api_key: int, version: int, client_id: str = "kt-admin-test",
          **fields: Any) -> Any:
@@ -454,3 +470,35 @@ def test_delete_a_tiered_topic_deletes_its_remote_data_in_a_cluster(
     assert controller_of(c).metadata.topic("tiered") is None
     for b in c.brokers.values():
         assert all(b.log_manager.get_log(tp) is None for tp in tps)
+
+
+def test_a_refused_remote_deletion_keeps_the_topic_serving_until_repeated(
+        make_kafka_cluster: Callable[..., LocalCluster], tmp_path: Path) -> None:
+    c = make_kafka_cluster(3, overrides={
+        "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+        "remote.storage.manager.class": "tests.kafka.test_admin_topics:RefusingDeletes",
+        "remote.log.manager.task.interval.ms": "3600000"}, background=False)
+    cl = c.client()
+    cl.create_topic("kept", 1, 3, {"remote.storage.enable": "true", "segment.bytes": "1024",
+                                    "local.retention.bytes": "0"})
+    tp = TopicPartition("kept", 0)
+    for i in range(40):
+        cl.produce("kept", 0, [f"value-{i:04d}-" + "x" * 40])
+    leader = c.broker(cl.leader("kept", 0, refresh=True))
+    assert leader.rlm is not None and leader.rlm.run_once(tp).copied
+    storage = leader.rlm.storage
+    admin = confluent_admin(c.bootstrap_servers)
+    REFUSE_DELETES.set()
+    try:
+        got = results(admin.delete_topics(["kept"], request_timeout=20))
+    finally:
+        REFUSE_DELETES.clear()
+    assert got["kept"].code() == 56  # KAFKA_STORAGE_ERROR: repeat the deletion
+    md = controller_of(c).metadata
+    assert md.topic("kept") is not None and storage.list_remote_segments(tp)
+    # the replicas serve again: a record is appended and replicated
+    wait_for(lambda: cl.leader("kept", 0, refresh=True) >= 0, what="a leader again")
+    cl.produce("kept", 0, ["after the refusal"])
+    got = results(admin.delete_topics(["kept"], request_timeout=20))
+    assert got["kept"] is None
+    assert md.topic("kept") is None and not storage.list_remote_segments(tp)

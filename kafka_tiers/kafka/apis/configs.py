@@ -161,6 +161,7 @@ def topic_entries(broker: Any, config: Mapping[str, str],
     for key in sorted(TOPIC_CONFIG_KEYS if keys is None else set(keys) & TOPIC_CONFIG_KEYS):
         given = [(b, _text(originals[b])) for b in TOPIC_SYNONYMS.get(key, ()) if b in originals]
         synonyms: list[tuple[str, str | None, int]] = []
+        value: str | None
         if key in config:
             value, source = config[key], DYNAMIC_TOPIC_CONFIG
             synonyms.append((key, value, DYNAMIC_TOPIC_CONFIG))
