@@ -267,20 +267,22 @@ def _leader_log(target: KafkaTarget, topic: str) -> Log:
         return cluster.broker(cl.leader(topic, 0, refresh=True)).log_manager.get_log(tp)
 
 
-def _check_idempotent_log(log: Log, count: int) -> None:
-    """Every record once, in order, in batches of one producer id with sequences from 0."""
-    seen, next_seq, pids = [], 0, set()
+def _check_idempotent_log(log: Log, count: int, *, one_producer: bool = True) -> None:
+    """Every record once, in order, in idempotent batches whose sequences run from 0 without
+    a gap for each producer id and epoch (``one_producer``: a single id and epoch)."""
+    seen: list[bytes | None] = []
+    next_seq: dict[tuple[int, int], int] = {}
     offset = 0
     while offset < log.log_end_offset:
         data = log.read(offset, 1 << 20)
         for b in data.batches():
-            assert b.producer_id >= 0 and b.base_sequence == next_seq
-            pids.add(b.producer_id)
-            next_seq = b.last_sequence + 1
+            key = (b.producer_id, b.producer_epoch)
+            assert b.producer_id >= 0 and b.base_sequence == next_seq.get(key, 0)
+            next_seq[key] = b.last_sequence + 1
             seen += [r.value for r in b.records()]
             offset = b.next_offset
     assert seen == [b"m%d" % i for i in range(count)]
-    assert len(pids) == 1
+    assert len(next_seq) == 1 or not one_producer
 
 
 def test_confluent_kafka_idempotent_producer(kafka_target: KafkaTarget) -> None:
@@ -382,3 +384,35 @@ def test_kafka_python_transactional_producer_is_refused_clearly(kafka_broker: Br
             producer.init_transactions()
     finally:
         producer.close(1)
+
+
+def test_confluent_kafka_idempotent_producer_across_a_leader_change(
+        kafka_cluster: LocalCluster) -> None:
+    topic = unique("move")
+    with kafka_cluster.client() as cl:
+        cl.create_topic(topic, 1, 3)
+        cl.wait_for_leaders(topic)
+        old = cl.leader(topic, 0, refresh=True)
+    count, delivered, errors = 3000, [0], []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            delivered[0] += 1
+
+    with confluent_producer(kafka_cluster.bootstrap_servers, enable_idempotence=True,
+                            acks="all", linger_ms=2, batch_num_messages=20,
+                            message_timeout_ms=20000) as producer:
+        for i in range(count):
+            producer.produce(topic, b"m%d" % i, partition=0, on_delivery=on_delivery)
+            producer.poll(0)
+            if i == count // 3:
+                producer.flush(10)
+            if i == count // 2:  # batches in flight while leadership moves
+                kafka_cluster.stop_broker(old)
+        assert producer.flush(30) == 0
+    assert not errors and delivered[0] == count
+    # librdkafka may take a new producer id after the move: still once each, in order
+    _check_idempotent_log(_leader_log(KafkaTarget("cluster", kafka_cluster), topic), count,
+                          one_producer=False)
