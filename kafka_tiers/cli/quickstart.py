@@ -327,7 +327,7 @@ def _confluent_round_trip(bootstrap: str, topic: str, produced: list[bytes], tot
                 if msg.error():
                     raise KafkaTiersError(f"the confluent-kafka consumer at {bootstrap}: "
                                           f"{msg.error()}")
-                got.append((msg.offset(), msg.value()))
+                got.append((int(msg.offset() or 0), bytes(msg.value() or b"")))
     except KafkaException as exc:
         raise KafkaTiersError(f"the confluent-kafka consumer at {bootstrap}: {exc}") from None
     finally:

@@ -193,8 +193,10 @@ def verify_rows(dirs: list[str], local: dict[Any, str]) -> list[dict[str, Any]]:
               help="The broker's server.properties (broker.id and log.dirs): moves between "
               "the log dirs of this broker.")
 @click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
-              help="A running cluster: the whole file goes to its controller, which moves "
-              "replicas between brokers and into the requested log dirs.")
+              help="A running cluster's Kafka listeners: the whole file goes to the cluster "
+              "through the Kafka protocol (AlterReplicaLogDirs, AlterPartitionReassignments; "
+              "also Apache Kafka), which moves replicas between brokers and into the "
+              "requested log dirs.")
 @click.option("--reassignment-json-file", "json_file", required=True,
               type=click.Path(dir_okay=False),
               help='Kafka\'s reassignment JSON with "log_dirs" per replica (document 000).')
@@ -220,10 +222,10 @@ def reassign(config_path: str | None, bootstrap: str | None, json_file: str,
     broker running, this command opens the log dirs and moves them itself. A progress bar
     follows the moves. --verify reports per replica whether it sits in the requested dir.
 
-    With --bootstrap-server the file goes to a running cluster's controller instead
-    (document 003 section F): replicas move between brokers, into the log dirs requested
-    (document 000 section 2). With --config alone, replicas on other brokers are named and
-    skipped.
+    With --bootstrap-server (Kafka listeners) the file goes to a running cluster through the
+    Kafka protocol instead (document 003 section F): replicas move between brokers, into the
+    log dirs requested (document 000 section 2: AlterReplicaLogDirs). With --config alone,
+    replicas on other brokers are named and skipped.
 
     \b
     Examples:
