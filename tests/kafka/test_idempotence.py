@@ -143,6 +143,55 @@ def test_cluster_ids_are_unique_even_when_brokers_race(kafka_cluster: LocalClust
     assert (int(data["block_end"]) + 1) % BLOCK_SIZE == 0
 
 
+@pytest.mark.parametrize("kind", ["embedded", pytest.param("zookeeper",
+                                                            marks=pytest.mark.servers)])
+def test_block_claims_race_on_every_store(kind: str, tmp_path: Path,
+                                          request: pytest.FixtureRequest) -> None:
+    """Three sessions (three brokers) claim blocks at once: every id is handed out once."""
+    sessions: list[Any] = []
+    server: Any = None
+    if kind == "embedded":
+        from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore
+
+        server = EmbeddedMetadataServer(tmp_path / "meta")
+        sessions = [EmbeddedStore(server) for _ in range(3)]
+    else:
+        from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+
+        zk = request.getfixturevalue("zookeeper_server")
+        chroot = f"/pid{time.monotonic_ns()}"
+        admin = zk.client()
+        admin.ensure_path(chroot)
+        admin.stop()
+        admin.close()
+        sessions = [ZooKeeperStore(zk.connection_string + chroot) for _ in range(3)]
+    try:
+        for st in sessions:
+            st.start()
+        managers = [StoreProducerIdManager(st, i) for i, st in enumerate(sessions)]
+        got: list[list[int]] = [[] for _ in managers]
+        barrier = threading.Barrier(len(managers))
+
+        def run(i: int) -> None:
+            barrier.wait()
+            got[i] += [managers[i].generate() for _ in range(5 * BLOCK_SIZE // 2)]
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(managers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        ids = [pid for g in got for pid in g]
+        assert len(ids) == len(set(ids)) == 3 * (5 * BLOCK_SIZE // 2)
+        data, version = sessions[0].get(BLOCK_NODE)
+        assert version == int(data["block_end"]) // BLOCK_SIZE  # one write per block
+    finally:
+        for st in sessions:
+            st.close()
+        if server is not None:
+            server.close()
+
+
 # ---------------------------------------------------------------------------- leader change
 def _batch(pid: int, seq: int, n: int = 3) -> bytes:
     return build_batch([ProducerRecord(b"r%d" % (seq + i)) for i in range(n)],
