@@ -772,3 +772,22 @@ def test_kafka_python_reads_without_a_session_when_no_slot_is_free(
         consumer.close()
     assert seen == {i: value(i) for i in range(30)}
     assert b.kafka_server is not None and len(cache_of(b.kafka_server)) == 0
+
+
+def test_a_partition_whose_files_failed_to_load_is_a_storage_error(
+        standalone: Callable[..., Broker], tmp_path: Path) -> None:
+    d = tmp_path / "fail"
+    b = standalone(**{"log.dirs": str(d)})
+    b.create_topic("x", 2)
+    produce(b, TopicPartition("x", 1), 0, 2)
+    b.shutdown()
+    ckpt = d / "x-0" / "leader-epoch-checkpoint"
+    if ckpt.exists():
+        ckpt.unlink()
+    ckpt.mkdir()  # EISDIR when loaded: only x-0 goes offline
+    again = standalone(**{"log.dirs": str(d)})
+    assert TopicPartition("x", 0) in again.log_manager.offline_partitions
+    resp = fetch(again, 12, [("x", [part(12, 0, 0), part(12, 1, 0)])])
+    p0, p1 = resp.responses[0].partitions
+    assert p0.error_code == KAFKA_STORAGE_ERROR
+    assert p1.error_code == NONE and offsets_of(p1.records) == [0, 1]

@@ -333,6 +333,9 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
         leads, epoch = broker.leadership(tp)
     except Exception as exc:  # UnknownTopicError: UNKNOWN_TOPIC_OR_PARTITION
         code, _ = error_of(exc)
+        lm = broker.log_manager
+        if lm is not None and tp in lm.offline_partitions:  # its files failed to load
+            code = KAFKA_STORAGE_ERROR
         return _Got(code)
     if not leads:
         return _Got(NOT_LEADER_OR_FOLLOWER, leader=_leader_of(ctx, tp))
