@@ -299,3 +299,22 @@ def test_cluster_alter_reaches_every_replica_and_the_remote_tier(
                                          "segment.bytes": "32768"}
     wait_for(lambda: all(b._tiering_of(tps[0]).local_retention_ms != 1234
                          for b in c.brokers.values()), 10, "the old local retention gone")
+
+
+def test_more_config_resources_than_max_request_topics_are_refused(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(background=False, **{"max.request.topics": "1"})
+    b.create_topic("a", 1)
+    res = REQUESTS[DESCRIBE][4].DescribeConfigsResource
+    resp = call(b.bootstrap_servers, DESCRIBE, 4, include_synonyms=False,
+                include_documentation=False, resources=[
+                    res(resource_type=TOPIC, resource_name="a", configuration_keys=None),
+                    res(resource_type=BROKER, resource_name="1", configuration_keys=None)])
+    assert [r.error_code for r in resp.results] == [INVALID_REQUEST, INVALID_REQUEST]
+    assert "max.request.topics" in resp.results[0].error_message
+    cls = REQUESTS[INCREMENTAL][1].AlterConfigsResource
+    resp = call(b.bootstrap_servers, INCREMENTAL, 1, validate_only=False, resources=[
+        cls(resource_type=TOPIC, resource_name="a", configs=[cls.AlterableConfig(
+            name="retention.ms", config_operation=SET, value="5")])] * 2)
+    assert [r.error_code for r in resp.responses] == [INVALID_REQUEST, INVALID_REQUEST]
+    assert b.topic("a").config == {}

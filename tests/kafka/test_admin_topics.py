@@ -226,6 +226,27 @@ def test_create_topics_every_version_answers_as_kafka(standalone: Broker,
         assert dry.topic_id in (None, uuid.UUID(int=0))  # decoded zero UUID: None
 
 
+def test_requests_listing_more_topics_than_max_request_topics_are_refused(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(background=False, **{"max.request.topics": "2"})
+    b.create_topic("a", 1)
+    b.create_topic("b", 1)
+    b.create_topic("c", 1)
+    rows = create(b.bootstrap_servers, topic_req("x"), topic_req("y"), topic_req("z"))
+    assert {r.error_code for r in rows} == {INVALID_REQUEST}
+    assert "max.request.topics" in rows[0].error_message
+    resp = call(b.bootstrap_servers, DELETE, 5, topic_names=["a", "b", "c"], timeout_ms=5000)
+    assert {r.error_code for r in resp.responses} == {INVALID_REQUEST}
+    t = REQUESTS[PARTITIONS][3].CreatePartitionsTopic
+    resp = call(b.bootstrap_servers, PARTITIONS, 3, timeout_ms=5000, validate_only=False,
+                topics=[t(name=n, count=2, assignments=None) for n in "abc"])
+    assert {r.error_code for r in resp.results} == {INVALID_REQUEST}
+    assert sorted(b.topics()) == ["a", "b", "c"]
+    assert all(b.topic(n).partitions == 1 for n in "abc")
+    rows = create(b.bootstrap_servers, topic_req("x"), topic_req("y"))
+    assert {r.error_code for r in rows} == {NONE}
+
+
 def test_standalone_create_partitions_and_produce_to_a_new_one(standalone: Broker) -> None:
     standalone.create_topic("grow", 2)
     admin = confluent_admin(standalone.bootstrap_servers)

@@ -51,6 +51,7 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 from kafka_tiers.remote.config import TOPIC_KEYS as TIERING_TOPIC_KEYS
 
 #: Kafka's resource types
@@ -216,8 +217,19 @@ def describe_configs(ctx: RequestContext, request: Any) -> Any:
     synonyms_wanted = bool(getattr(request, "include_synonyms", False))
     docs_wanted = bool(getattr(request, "include_documentation", False))
     results = []
+    try:  # max.request.topics bounds the resources: every one refused
+        check_request_entries(ctx.config, list(request.resources), "config resources",
+                              topics=True)
+        too_many = None
+    except LimitExceededError as exc:
+        too_many = exc
     for res in request.resources:
         keys = res.configuration_keys
+        if too_many is not None:
+            results.append(Result(error_code=INVALID_REQUEST, error_message=str(too_many),
+                                  resource_type=res.resource_type,
+                                  resource_name=res.resource_name, configs=[]))
+            continue
         try:
             entries = _describe(ctx, res.resource_type, res.resource_name, keys)
         except Exception as exc:
@@ -295,6 +307,11 @@ def _alter_all(ctx: RequestContext, request: Any, key: int,
                topic_compute: Callable[[Any], Callable[[dict[str, str]], dict[str, str]]]
                ) -> Any:
     validate_only = bool(request.validate_only)
+    try:  # max.request.topics bounds the resources: every one refused, nothing changed
+        check_request_entries(ctx.config, list(request.resources), "config resources",
+                              topics=True)
+    except LimitExceededError as exc:
+        return _answer(ctx, key, [(r, INVALID_REQUEST, str(exc)) for r in request.resources])
     if not is_local(ctx) and any(r.resource_type == TOPIC_RESOURCE for r in request.resources):
         try:
             return forward_to_controller(ctx, request, request_timeout_s(ctx, None))

@@ -43,12 +43,17 @@ from kafka_tiers.kafka.errors import (
     KafkaApiError,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 
 @handles(37, 0, 3)
 def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """Grow each topic of the request (see the module docstring)."""
     timeout_ms = int(request.timeout_ms)
+    try:  # max.request.topics: every entry refused, nothing changed
+        check_request_entries(ctx.config, list(request.topics), "topics", topics=True)
+    except LimitExceededError as exc:
+        return _answer(ctx, [(t.name, INVALID_REQUEST, str(exc)) for t in request.topics])
     if not is_local(ctx):
         try:
             return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))

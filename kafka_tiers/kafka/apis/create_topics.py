@@ -55,7 +55,7 @@ from kafka_tiers.kafka.errors import (
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id
 from kafka_tiers.log.names import validate_topic
-from kafka_tiers.placement.limits import as_count
+from kafka_tiers.placement.limits import LimitExceededError, as_count, check_request_entries
 
 
 def wait_for_leaders(ctx: RequestContext, topic: str, partitions: int, deadline: float
@@ -182,6 +182,11 @@ def create_topics(ctx: RequestContext, request: Any) -> Any:
     """Create each topic of the request (see the module docstring)."""
     timeout_ms = int(request.timeout_ms)
     validate_only = bool(getattr(request, "validate_only", False))
+    try:  # max.request.topics: every entry refused, nothing created
+        check_request_entries(ctx.config, list(request.topics), "topics", topics=True)
+    except LimitExceededError as exc:
+        return _answer(ctx, [(t.name, INVALID_REQUEST, str(exc), None)
+                             for t in _distinct(request.topics)])
     if not is_local(ctx):
         try:
             return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))

@@ -41,6 +41,7 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 UNKNOWN_TOPIC_ID = 100
 #: topics no client may delete (Kafka's internal topics)
@@ -60,6 +61,10 @@ def delete_topics(ctx: RequestContext, request: Any) -> Any:
     """Delete each topic of the request (see the module docstring)."""
     timeout_ms = int(request.timeout_ms)
     wanted = _wanted(ctx, request)
+    try:  # max.request.topics: every entry refused, nothing deleted
+        check_request_entries(ctx.config, wanted, "topics", topics=True)
+    except LimitExceededError as exc:
+        return _answer(ctx, [(n, i, INVALID_REQUEST, str(exc)) for n, i in wanted])
     if not is_local(ctx):
         try:
             return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
