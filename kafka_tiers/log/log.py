@@ -459,12 +459,12 @@ class Log:
                     f"{len(buf)} bytes of batches exceed segment.bytes "
                     f"{self.config.segment_bytes}")
             now = self._now_ms()
+            if now - self._last_producer_expiry_ms >= \
+                    self.config.producer_id_expiration_check_interval_ms:
+                self._expire_producers(now)  # leaders and followers alike, as Kafka
             if origin is AppendOrigin.CLIENT:
                 if not assign_offsets:
                     raise ValueError("a client's append assigns offsets (it is a leader's)")
-                if now - self._last_producer_expiry_ms >= \
-                        self.config.producer_id_expiration_check_interval_ms:
-                    self._expire_producers(now)
                 duplicate = self._check_producers(batches)
                 if duplicate is not None:
                     return duplicate

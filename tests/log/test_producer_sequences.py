@@ -213,6 +213,14 @@ def test_idle_producers_expire(tmp_path: Path) -> None:
             log.append(batch(2, 0, 5), origin=CLIENT)
         assert set(log.producer_state.producers) == {2}
         # the expired producer is new again: any sequence is accepted
-        assert not log.append(batch(1, 0, 17), origin=CLIENT).duplicate
+        again = build_batch([ProducerRecord(b"d", timestamp=int(clock[0] * 1000))],
+                            producer_id=1, producer_epoch=0, base_sequence=17)
+        assert not log.append(again, origin=CLIENT).duplicate
+        # followers drop idle producers too
+        clock[0] += 120
+        log.append(build_batch([ProducerRecord(b"c", timestamp=int(clock[0] * 1000))],
+                               producer_id=3, producer_epoch=0, base_sequence=0),
+                   origin=AppendOrigin.REPLICATION)
+        assert set(log.producer_state.producers) == {3}
     finally:
         log.close()
