@@ -131,7 +131,8 @@ def test_broker_start_prints_the_kafka_bootstrap_address(tmp_path: Path) -> None
 def test_cluster_start_gives_every_broker_a_kafka_listener(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "kafka_tiers", "cluster", "start",
                              "--brokers", "2", "--dir", str(tmp_path / "c"), "--format", "json",
-                             "--set", "listeners=PLAINTEXT://127.0.0.1:9092"],
+                             "--set", "listeners=PLAINTEXT://127.0.0.1:9092",
+                             "--set", "advertised.listeners=PLAINTEXT://elsewhere:9092"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, start_new_session=True)
     try:
@@ -140,7 +141,9 @@ def test_cluster_start_gives_every_broker_a_kafka_listener(tmp_path: Path) -> No
         assert doc["event"] == "running"
         per_broker = [b["bootstrap_servers"] for b in doc["brokers"]]
         assert doc["bootstrap_servers"] == ",".join(per_broker) and len(set(per_broker)) == 2
-        assert "127.0.0.1:9092" not in per_broker  # free ports: listeners is per broker
+        # free ports, advertised as bound: listeners and advertised.listeners are per broker
+        assert "127.0.0.1:9092" not in per_broker
+        assert all(b.startswith("127.0.0.1:") for b in per_broker)
         code, out, err = run("cluster", "describe", "--bootstrap-server",
                              doc["bootstrap_servers"], "--format", "json")
         assert code == 0, err
@@ -149,7 +152,8 @@ def test_cluster_start_gives_every_broker_a_kafka_listener(tmp_path: Path) -> No
         os.kill(proc.pid, signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert "listeners=PLAINTEXT://127.0.0.1:9092 ignored" in err
+    assert ("listeners=PLAINTEXT://127.0.0.1:9092, advertised.listeners=PLAINTEXT://"
+            "elsewhere:9092 ignored") in err
 
 
 @pytest.fixture
