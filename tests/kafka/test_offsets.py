@@ -267,10 +267,13 @@ def test_snapshots_keep_the_offsets_topic_bounded(
         again.shutdown()
 
 
-def test_retention_expires_an_empty_groups_offsets(broker: Broker) -> None:
+def test_retention_expires_an_empty_groups_offsets(
+        make_kafka_broker: Callable[..., Broker]) -> None:
     """offsets.retention.minutes: an empty group's offsets expire that long after it became
     empty; a group left without offsets is deleted."""
     from kafka_tiers.kafka.groups.coordinator import GroupCoordinator
+    broker = make_kafka_broker(**FAST, **{"group.min.session.timeout.ms": "100"})
+    broker.create_topic("t", 4)
     with coordinator_conn(broker.bootstrap_servers, "old") as conn:
         commit(conn, "old", {("t", 0): 9})
         m = RawMember(broker.bootstrap_servers, "kept", protocols=[("range", b"")])
@@ -288,6 +291,16 @@ def test_retention_expires_an_empty_groups_offsets(broker: Broker) -> None:
         assert fetch(conn, "kept", {"t": [0]})[1] == {("t", 0): (5, "", 0)}
         d = conn.call(15, 5, groups=["old"], include_authorized_operations=False).groups[0]
         assert d.group_state == "Dead"
+        # an empty group that never got further than MEMBER_ID_REQUIRED is forgotten too
+        ghost = RawMember(broker.bootstrap_servers, "ghost", session_ms=200)
+        assert ghost.join_once().error_code == 79
+        ghost.close()
+        assert [g for g, _, _ in coordinator.list_groups()] == ["ghost", "kept"]
+        assert coordinator.expire_offsets(now) == 0
+        assert [g for g, _, _ in coordinator.list_groups()] == ["ghost", "kept"]  # pending
+        time.sleep(0.4)  # the pending member's session ends
+        coordinator.expire_offsets(now)
+        assert [g for g, _, _ in coordinator.list_groups()] == ["kept"]
         m.close()
 
 

@@ -272,8 +272,8 @@ class GroupCoordinator:
 
         Raises:
             GroupError: COORDINATOR_NOT_AVAILABLE (no leader yet, the topic cannot be created
-                now, the leader does not advertise the listener), INVALID_GROUP_ID? never:
-                Kafka answers any key.
+                now, the leader does not advertise the listener). Any key is answered, the
+                empty one too (as Kafka).
         """
         n = self.num_partitions(create=True)
         assert n is not None
@@ -400,8 +400,6 @@ class GroupCoordinator:
         if part is not None:
             log.info("group coordinator: unloaded %s", part.tp)
         self._wake.set()
-        if threading.current_thread() is self._thread or self._closed:
-            return
 
     def _kill_doomed(self) -> None:
         with self._lock:
@@ -1109,7 +1107,8 @@ class GroupCoordinator:
         """Delete offsets past ``offsets.retention.minutes`` (Kafka's conditions: an Empty
         group's since it became empty; a group without protocol's since each commit; a
         consumer group's offsets of topics it no longer subscribes to since their commit);
-        an Empty group left without offsets is deleted. Returns how many offsets expired."""
+        an Empty group without offsets (and without pending members) is deleted, as Kafka's
+        periodic cleanup does. Returns how many offsets expired."""
         now_ms = self._now_ms() if now_ms is None else now_ms
         expired = 0
         with self._lock:
@@ -1132,9 +1131,13 @@ class GroupCoordinator:
                             for key in doomed:
                                 g.offsets.pop(key, None)
                             expired += len(doomed)
-                        if (doomed and not g.offsets and g.state is GroupState.EMPTY
-                                and not g.members):
-                            self._delete_group(part, p, g)
+                        if (not g.offsets and g.state is GroupState.EMPTY
+                                and not g.members and not g.pending_members):
+                            if g.generation > 0 or doomed:  # records of it exist
+                                self._delete_group(part, p, g)
+                            else:  # never written (a join that went no further)
+                                self._kill(g, COORDINATOR_NOT_AVAILABLE)
+                                self._forget(p, g)
                     except GroupError as exc:
                         log.warning("group %s: expiring offsets failed: %s", g.group_id, exc)
         return expired
@@ -1228,7 +1231,8 @@ class GroupCoordinator:
 
 def coordinator_of(ctx: Any) -> GroupCoordinator:
     """The group coordinator of a request's server (made on first use)."""
-    return ctx.component("group-coordinator", GroupCoordinator)  # type: ignore[no-any-return]
+    coordinator: GroupCoordinator = ctx.component("group-coordinator", GroupCoordinator)
+    return coordinator
 
 
 __all__ = ["CommitEntry", "Coordinator", "GroupCoordinator", "GroupDescription",
