@@ -935,12 +935,19 @@ class Controller:
 
     def _delete_requested_topics(self) -> None:
         """Document 003's topic deletion path: ``/admin/delete_topics/<topic>`` nodes written
-        by an admin; each topic is deleted, then its request node."""
+        by an admin; each topic is deleted, then its request node. A tiered topic whose
+        remote data cannot be deleted now keeps its request node and is tried again in 5 s."""
         for topic in self.store.children_or_empty(DELETE_TOPICS):
             if topic in self.topic_configs:
                 log.info("controller %s: deleting topic %s (admin request)", self.broker_id,
                          topic)
-                self.delete_topic(topic)
+                try:
+                    self.delete_topic(topic)
+                except ApiError as exc:
+                    log.warning("controller %s: deleting topic %s failed (%s); retrying in "
+                                "5 s", self.broker_id, topic, exc)
+                    self.enqueue_later(TopicDeletionsRequested(), 5.0)
+                    continue
             with contextlib.suppress(NoNodeError):
                 self.store.delete(f"{DELETE_TOPICS}/{topic}")
 
