@@ -791,3 +791,57 @@ def test_a_partition_whose_files_failed_to_load_is_a_storage_error(
     p0, p1 = resp.responses[0].partitions
     assert p0.error_code == KAFKA_STORAGE_ERROR
     assert p1.error_code == NONE and offsets_of(p1.records) == [0, 1]
+
+
+# ---------------------------------------------------------------------- Log.read_region
+def _region_bytes(region: Any) -> bytes:
+    if region.fd < 0:
+        return b""
+    try:
+        return os.pread(region.fd, region.size, region.position)
+    finally:
+        os.close(region.fd)
+
+
+def test_read_region_gives_the_bytes_read_gives(standalone: Callable[..., Broker]) -> None:
+    b = standalone()
+    b.create_topic("g", 1, {"segment.bytes": "3000"})
+    tp = TopicPartition("g", 0)
+    for i in range(0, 60, 3):
+        produce(b, tp, i, 3, per_batch=1 + i % 3)
+    lg = b.log(tp)
+    assert lg.num_segments >= 4
+    b.log_manager.append(tp, build_batch([ProducerRecord(b"above")]), leader_epoch=0)
+    for offset in range(0, 61):
+        for max_bytes in (1, 150, 700, 5000):
+            for isolation in ("high_watermark", "log_end"):
+                want = lg.read(offset, max_bytes, isolation=isolation)
+                got = lg.read_region(offset, max_bytes, isolation=isolation)
+                assert _region_bytes(got) == bytes(want.records), (offset, max_bytes)
+                assert got.next_offset == want.next_offset
+                assert (got.high_watermark, got.log_end_offset) == (60, 61)
+    empty = lg.read_region(10, 0, min_one_batch=False)
+    assert (empty.fd, empty.size, empty.next_offset) == (-1, 0, 10)
+
+
+def test_read_region_recovers_a_segment_with_a_corrupt_header(
+        standalone: Callable[..., Broker], tmp_path: Path) -> None:
+    d = tmp_path / "corrupt"
+    b = standalone(**{"log.dirs": str(d)})
+    b.create_topic("c", 1, {"segment.bytes": "3000"})
+    tp = TopicPartition("c", 0)
+    produce(b, tp, 0, 60)
+    b.shutdown()
+    seg = d / "c-0" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    pos, n = 0, 0
+    while n < 5:  # the 6th batch's magic byte
+        pos += RecordBatch(bytes(data), pos).size
+        n += 1
+    data[pos + 16] = 7
+    seg.write_bytes(bytes(data))
+    again = standalone(**{"log.dirs": str(d)})
+    lg = again.log(tp)
+    region = lg.read_region(0, 1 << 20)
+    assert offsets_of(_region_bytes(region)) == [0, 1, 2, 3, 4]
+    assert 0 in lg.load_report.recovered
