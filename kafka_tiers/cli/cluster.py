@@ -268,7 +268,9 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
         last = None
         while True:
             try:
-                status = _status(client.metadata())
+                # the address column: each broker's Kafka listener (what clients are given)
+                status = _status(client.metadata(),
+                                 {b: c.broker(b).bootstrap_servers for b in c.live})
             except Exception as exc:  # keep serving; report
                 status = {"error": str(exc)}
             if status != last and fmt != "json":
@@ -284,12 +286,13 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
         guard.done()
 
 
-def _status(md: dict[str, Any]) -> dict[str, Any]:
+def _status(md: dict[str, Any], addresses: dict[int, str] | None = None) -> dict[str, Any]:
     parts = [p for t in md["topics"] for p in t["partitions"]]
+    shown = addresses or {}
     return {
         "controller": md["controller"],
-        "brokers": [(b["broker_id"], f"{b['host']}:{b['port']}", b["rack"] or "")
-                    for b in md["brokers"]],
+        "brokers": [(b["broker_id"], shown.get(b["broker_id"]) or f"{b['host']}:{b['port']}",
+                     b["rack"] or "") for b in md["brokers"]],
         "topics": len(md["topics"]),
         "partitions": len(parts),
         "offline": sum(1 for p in parts if p["leader"] < 0),

@@ -126,30 +126,32 @@ class KafkaAdmin:
 
     # ------------------------------------------------------------------ metadata
     def metadata(self, topics: Sequence[str] | None = None) -> dict[str, Any]:
-        """Brokers (``broker_id, host, port, rack``), the controller and, per topic
-        (``topic, error, partitions``), each partition's ``partition, replicas, leader,
-        leader_epoch, isr, offline``: the shape of ``ClusterClient.metadata``."""
-        with _errors("Metadata"):
-            md = self.admin._manager.run(self.admin._get_cluster_metadata,
-                                         None if topics is None else list(topics))
-        out_topics = []
-        for t in md["topics"]:
+        """Brokers (``broker_id, host, port, rack, fenced``), the controller and, per topic
+        (``topic, error, internal, partitions``), each partition's ``partition, replicas,
+        leader, leader_epoch, isr, offline``: the shape of ``ClusterClient.metadata``
+        (DescribeCluster, and Metadata for the topics: all when ``topics`` is None, none when
+        it is empty)."""
+        out = self.describe_cluster()
+        md_topics: list[dict[str, Any]] = []
+        if topics is None or list(topics):
+            with _errors("Metadata"):
+                md_topics = self.admin.describe_topics(None if topics is None
+                                                       else list(topics))
+        out["topics"] = []
+        for t in md_topics:
             parts = [{"partition": p["partition_index"], "replicas": list(p["replica_nodes"]),
                       "leader": p["leader_id"], "leader_epoch": p.get("leader_epoch", -1),
                       "isr": list(p["isr_nodes"]),
                       "offline": list(p.get("offline_replicas") or [])}
                      for p in sorted(t["partitions"], key=lambda p: p["partition_index"])]
-            out_topics.append({"topic": t["name"], "error": t["error_code"],
-                               "internal": bool(t.get("is_internal")), "partitions": parts})
-        return {"brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
-                             "rack": b.get("rack")}
-                            for b in sorted(md["brokers"], key=lambda b: b["node_id"])],
-                "controller": md.get("controller_id", -1), "cluster_id": md.get("cluster_id"),
-                "topics": out_topics}
+            out["topics"].append({"topic": t["name"], "error": t["error_code"],
+                                  "internal": bool(t.get("is_internal")), "partitions": parts})
+        return out
 
     def describe_cluster(self) -> dict[str, Any]:
-        """DescribeCluster: ``cluster_id``, ``controller`` and the brokers (``broker_id, host,
-        port, rack, fenced``)."""
+        """DescribeCluster (kafka-python falls back to Metadata on a broker without it):
+        ``cluster_id``, ``controller`` and the brokers (``broker_id, host, port, rack,
+        fenced``)."""
         with _errors("DescribeCluster"):
             doc = self.admin.describe_cluster()
         return {"cluster_id": doc.get("cluster_id"), "controller": doc.get("controller_id", -1),
@@ -159,19 +161,13 @@ class KafkaAdmin:
 
     def cluster_view(self) -> Any:
         """The live cluster as the placer sees it: a
-        :class:`~kafka_tiers.api.cluster.ClusterView` of the brokers (racks, fenced ones from
-        DescribeCluster) and the current assignment of every topic (Metadata)."""
+        :class:`~kafka_tiers.api.cluster.ClusterView` of the brokers (racks, fenced ones) and
+        the current assignment of every topic (DescribeCluster and Metadata)."""
         from kafka_tiers.api import BrokerInfo, ClusterView, TopicPartition
 
         md = self.metadata()
-        fenced: set[int] = set()
-        racks = {b["broker_id"]: b["rack"] for b in md["brokers"]}
-        with contextlib.suppress(KafkaAdminError):  # a broker without DescribeCluster
-            for b in self.describe_cluster()["brokers"]:
-                racks.setdefault(b["broker_id"], b["rack"])
-                if b["fenced"]:
-                    fenced.add(b["broker_id"])
-        brokers = [BrokerInfo(b, racks[b] or None, b in fenced) for b in sorted(racks)]
+        brokers = [BrokerInfo(b["broker_id"], b["rack"] or None, b["fenced"])
+                   for b in md["brokers"]]
         assignments = {TopicPartition(t["topic"], p["partition"]): list(p["replicas"])
                        for t in md["topics"] if not t["error"] for p in t["partitions"]}
         return ClusterView(brokers, assignments)
