@@ -91,8 +91,9 @@ class RawMember:
         if version < 3:
             return self.conn.call(LEAVE, version, group_id=self.group,
                                   member_id=self.member_id)
-        return self.conn.call(LEAVE, version, group_id=self.group,
-                              members=[(self.member_id, self.instance_id, None)])
+        mcls = request_class(LEAVE, version).MemberIdentity
+        return self.conn.call(LEAVE, version, group_id=self.group, members=[
+            mcls(member_id=self.member_id, group_instance_id=self.instance_id, reason=None)])
 
     def commit(self, offsets: dict[tuple[str, int], int], version: int = 9,
                metadata: str = "", generation: int | None = None) -> dict[tuple[str, int], int]:

@@ -163,16 +163,28 @@ def test_join_requires_member_id_then_forms_a_group(broker: Broker) -> None:
     a.close()
 
 
-def test_join_v0_to_v3_gets_a_member_id_at_once(broker: Broker) -> None:
-    for version in range(0, 4):
-        m = RawMember(broker.bootstrap_servers, f"old-{version}")
-        find_coordinator(m.conn, m.group)
+@pytest.mark.parametrize("version", range(0, 10))
+def test_membership_apis_every_version(broker: Broker, version: int) -> None:
+    """JoinGroup v0-v9 (v0-v3: a member id at once; v4+: MEMBER_ID_REQUIRED first), with
+    SyncGroup, Heartbeat and LeaveGroup at their matching versions."""
+    m = RawMember(broker.bootstrap_servers, f"v-{version}")
+    find_coordinator(m.conn, m.group)
+    resp = m.join_once(version)
+    if version >= 4:
+        assert (resp.error_code, resp.generation_id) == (79, -1) and resp.member_id
         resp = m.join_once(version)
-        assert (resp.error_code, resp.generation_id) == (0, 1)
-        assert m.sync([(m.member_id, b"x")], version=0).assignment == b"x"
-        assert m.heartbeat(0) == 0
-        assert m.leave(0).error_code == 0
-        m.close()
+    assert (resp.error_code, resp.generation_id, resp.leader) == (0, 1, m.member_id)
+    assert resp.protocol_name == "range"
+    sync_v, hb_v, leave_v = min(version, 5), min(version, 4), min(version, 5)
+    assert m.sync([(m.member_id, b"x")], version=sync_v).assignment == b"x"
+    assert m.heartbeat(hb_v) == 0
+    left = m.leave(leave_v)
+    assert left.error_code == 0
+    if leave_v >= 3:
+        assert [(x.member_id, x.error_code) for x in left.members] == [(m.member_id, 0)]
+    with RawConnection(broker.bootstrap_servers) as conn:
+        assert describe(conn, m.group).group_state == "Empty"
+    m.close()
 
 
 def test_rebalance_with_three_members_and_heartbeats(broker: Broker) -> None:

@@ -36,6 +36,7 @@ from tests.kafka.group_requests import (
     find_coordinator,
 )
 from tests.kafka.raw_requests import RawConnection
+from tests.kafka.targets import KafkaTarget
 
 FAST = {"group.initial.rebalance.delay.ms": "100", "offsets.topic.num.partitions": "3"}
 
@@ -352,7 +353,6 @@ def test_confluent_group_survives_its_coordinators_death(
     from confluent_kafka import Consumer, KafkaError, KafkaException
 
     from tests.kafka.clients import confluent_consumer_conf, confluent_producer
-    from tests.kafka.targets import KafkaTarget
 
     cluster = make_kafka_cluster(brokers=3, overrides=FAST)
     KafkaTarget("cluster", cluster).create_topic("t", 3, 3)
@@ -418,3 +418,30 @@ def test_confluent_group_survives_its_coordinators_death(
         assert read(later, 1, 1.0) == []  # nothing committed comes back
     finally:
         later.close()
+
+
+def test_snapshots_bound_every_replica_in_a_cluster(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    """In a cluster the snapshot's new log start offset reaches the followers too (they
+    follow the leader's), so no replica of __consumer_offsets keeps the old records."""
+    cluster = make_kafka_cluster(brokers=3, overrides={
+        **FAST, "offsets.snapshot.min.records": "20", "offsets.topic.segment.bytes": "2048"})
+    KafkaTarget("cluster", cluster).create_topic("t", 2, 3)
+    with coordinator_conn(cluster.bootstrap_servers, "cs") as conn:
+        for i in range(200):
+            assert commit(conn, "cs", {("t", i % 2): i}) == {("t", i % 2): 0}
+        assert fetch(conn, "cs", {"t": [0, 1]})[1] == {("t", 0): (198, "", 0),
+                                                       ("t", 1): (199, "", 0)}
+    tp = TopicPartition(OFFSETS_TOPIC, partition_for("cs", 3))
+
+    def bounded() -> bool:
+        starts = [cluster.broker(b).log(tp).log_start_offset for b in (1, 2, 3)]
+        return min(starts) > 150
+
+    deadline = time.monotonic() + 10
+    while not bounded():
+        assert time.monotonic() < deadline, [
+            (b, cluster.broker(b).log(tp)) for b in (1, 2, 3)]
+        time.sleep(0.05)
+    for b in (1, 2, 3):
+        assert cluster.broker(b).log(tp).size < 4 * 2048
