@@ -523,3 +523,34 @@ def test_a_refused_remote_deletion_keeps_the_topic_serving_until_repeated(
     got = results(admin.delete_topics(["kept"], request_timeout=20))
     assert got["kept"] is None
     assert md.topic("kept") is None and not storage.list_remote_segments(tp)
+
+
+@pytest.mark.slow
+def test_an_admin_deletion_request_node_is_retried_while_the_remote_tier_refuses(
+        make_kafka_cluster: Callable[..., LocalCluster], tmp_path: Path) -> None:
+    """Document 003's ``/admin/delete_topics/<topic>`` path: a tiered topic whose remote data
+    cannot be deleted keeps its request node and is deleted once the remote tier answers
+    (the controller retries every 5 s)."""
+    c = make_kafka_cluster(3, overrides={
+        "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+        "remote.storage.manager.class": "tests.kafka.test_admin_topics:RefusingDeletes",
+        "remote.log.manager.task.interval.ms": "3600000"}, background=False)
+    cl = c.client()
+    cl.create_topic("later", 1, 2, {"remote.storage.enable": "true", "segment.bytes": "1024",
+                                     "local.retention.bytes": "0"})
+    tp = TopicPartition("later", 0)
+    for i in range(40):
+        cl.produce("later", 0, [f"value-{i:04d}-" + "x" * 40])
+    leader = c.broker(cl.leader("later", 0, refresh=True))
+    assert leader.rlm is not None and leader.rlm.run_once(tp).copied
+    md = controller_of(c).metadata
+    REFUSE_DELETES.set()
+    try:
+        md.request_topic_deletion("later")
+        time.sleep(1.0)
+        assert md.topic("later") is not None
+        assert md.store.children_or_empty("/admin/delete_topics") == ["later"]
+    finally:
+        REFUSE_DELETES.clear()
+    wait_for(lambda: md.topic("later") is None, 15, "the retried deletion")
+    assert not leader.rlm.storage.list_remote_segments(tp)
