@@ -845,3 +845,36 @@ def test_read_region_recovers_a_segment_with_a_corrupt_header(
     region = lg.read_region(0, 1 << 20)
     assert offsets_of(_region_bytes(region)) == [0, 1, 2, 3, 4]
     assert 0 in lg.load_report.recovered
+
+
+def test_a_waiting_fetch_reads_again_only_when_its_partitions_moved(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_tiers.kafka.apis.fetch as fetch_api
+
+    reads: list[int] = []
+    real = fetch_api._read_all
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fetch_api, "_read_all", counting)
+    stop = threading.Event()
+
+    def other_partition() -> None:  # wakes the signal, never the waiting partition
+        i = 20
+        while not stop.wait(0.05):
+            produce(broker, TopicPartition("t", 0), i, 1)
+            i += 1
+
+    t = threading.Thread(target=other_partition)
+    t.start()
+    try:
+        start = time.monotonic()
+        p = only(fetch(broker, 12, [("t", [part(12, 1, 0)])], max_wait_ms=600))
+        took = time.monotonic() - start
+    finally:
+        stop.set()
+        t.join()
+    assert bytes(p.records or b"") == b"" and took >= 0.58
+    assert broker.data_arrived.version > 5 and len(reads) == 1

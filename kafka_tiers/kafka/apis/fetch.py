@@ -198,8 +198,10 @@ def fetch(ctx: RequestContext, request: Any) -> RawBody:
            and not result.remote_read and wants and not signal.closed):
         if time.monotonic() >= deadline:
             break
-        result.close()
         seen = signal.wait(seen, deadline)
+        if not _moved(ctx, wants, result):  # another partition's data: sleep on
+            continue
+        result.close()
         result = _read_all(ctx, wants, limit, remote_allowed=False)
     if session is not None:
         with session.lock:
@@ -270,6 +272,21 @@ def _session_wants(ctx: RequestContext, session: FetchSession) -> list[_Want]:
         group.append(_Want(index, name, tid, partition, sp.offset, sp.max_bytes,
                            sp.current_leader_epoch))
     return [w for group in groups.values() for w in group]
+
+
+def _moved(ctx: RequestContext, wants: list[_Want], result: _Pass) -> bool:
+    """Whether the high watermark of a requested partition moved since ``result`` was read
+    (a cheap check before reading again: one wake-up serves every waiting fetch)."""
+    lm = ctx.broker.log_manager
+    if lm is None:
+        return True
+    for w, g in zip(wants, result.got, strict=True):
+        if w.topic is None:
+            continue
+        lg = lm.get_log(TopicPartition(w.topic, w.partition))
+        if lg is None or lg.high_watermark != g.high_watermark:
+            return True
+    return False
 
 
 def _replica_id(request: Any, version: int) -> int:
