@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=1.5,
                         help="seconds per measured operation (default 1.5)")
     args = parser.parse_args(argv)
-    seconds = 0.15 if args.quick else args.seconds
+    seconds = 0.08 if args.quick else args.seconds
     import kafka
 
     figures = measure(seconds)

@@ -33,6 +33,9 @@ def test_quickstart_kafka_client_reads_the_remote_tier(tmp_path: Path) -> None:
     assert kc["produced_offsets"] == [300, 300 + CLIENT_RECORDS - 1]
     assert kc["consumed"] == 300 + CLIENT_RECORDS and kc["matches"] is True
     assert kc["from_remote"] == tiering["local_log_start_offset"] > 0
+
+
+def test_quickstart_shows_the_kafka_client(tmp_path: Path) -> None:
     code, out, err = _quickstart(tmp_path / "qs")
     assert code == 0, err
     text = " ".join(out.split())
