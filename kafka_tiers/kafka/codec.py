@@ -11,6 +11,7 @@ our versions yet must be able to read it).
 from __future__ import annotations
 
 import importlib
+import io
 import pkgutil
 import struct
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from kafka.protocol.api_message import ApiMessage
 
 API_VERSIONS_KEY = 18
 _HEAD = struct.Struct(">hhi")
+_I16 = struct.Struct(">h")
 
 
 class FrameError(ValueError):
@@ -82,14 +84,54 @@ def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_vers
         FrameError: the bytes do not decode as that request.
     """
     cls = REQUESTS[api_key]
+    view = memoryview(frame)
     try:
-        msg = cls.decode(bytes(frame), version=api_version, header=True)
+        # the header is parsed from its own bytes and the body read in place: decoding the
+        # whole frame with header=True copies it twice (a 1 MiB Produce costs ~1 ms more)
+        size = header_size(view, bool(cls.flexible_version_q(api_version)))
+        hdr = cls.parse_header(io.BytesIO(bytes(view[:size])), version=api_version)
+        msg = cls.decode(view[size:], version=api_version)
     except Exception as exc:
         raise FrameError(f"{cls.__name__} v{api_version} does not decode: "
                          f"{type(exc).__name__}: {exc}") from None
-    hdr = msg.header
+    msg.with_header(correlation_id=hdr.correlation_id, client_id=hdr.client_id)
     return RequestHeader(api_key, api_version, hdr.correlation_id,
                          getattr(hdr, "client_id", None)), msg
+
+
+def header_size(frame: memoryview, flexible: bool) -> int:
+    """The length of a request header (v1: key, version, correlation id, nullable client id;
+    v2: v1 and a tagged-field section).
+
+    Raises:
+        FrameError: the header runs past the frame.
+    """
+    if len(frame) < 10:
+        raise FrameError(f"a request of {len(frame)} bytes has no complete header")
+    (client_len,) = _I16.unpack_from(frame, 8)
+    pos = 10 + max(client_len, 0)
+    if flexible:
+        count, pos = _uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _uvarint(frame, pos)
+            length, pos = _uvarint(frame, pos)
+            pos += length
+    if pos > len(frame):
+        raise FrameError(f"the request header needs {pos} bytes, the frame has {len(frame)}")
+    return pos
+
+
+def _uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 28:
+            raise FrameError("a malformed varint in the request header")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
 
 
 def response_class(api_key: int, api_version: int) -> Any:
@@ -119,5 +161,5 @@ def encode_response(response: Any, api_key: int, api_version: int, correlation_i
 
 
 __all__ = ["API_VERSIONS_KEY", "REQUESTS", "RESPONSES", "FrameError", "RequestHeader",
-           "decode_request", "encode_response", "flexible", "peek_header", "response_class",
-           "response_header"]
+           "decode_request", "encode_response", "flexible", "header_size", "peek_header",
+           "response_class", "response_header"]
