@@ -10,12 +10,13 @@ Which groups it coordinates
     brokers are live; standalone: the broker, one replica) with
     ``offsets.topic.num.partitions`` partitions.
 Loading and failover
-    A partition is loaded (its log read into groups and offsets) on the first request that
-    needs it after this broker became its leader, before that request is answered, and again
-    when its leader epoch changed; a partition this broker no longer leads is unloaded (its
-    groups are dropped; parked requests get NOT_COORDINATOR). Every change is written to the
-    partition with ``acks=all`` before it is answered (see :mod:`.store`), so the next
-    leader loads the same groups and offsets.
+    A partition is loaded (its log read into groups and offsets) once this broker has become
+    its leader: by the timer thread, which looks every :data:`OWNERSHIP_CHECK_S` seconds, or
+    by the first request that needs it, whichever comes first, and always before that request
+    is answered; again when its leader epoch changed. A partition this broker no longer leads
+    is unloaded (its groups are dropped; parked requests get NOT_COORDINATOR). Every change
+    is written to the partition with ``acks=all`` before it is answered (see :mod:`.store`),
+    so the next leader loads the same groups and offsets.
 Requests
     JoinGroup and SyncGroup park the connection's thread until the phase completes (the server
     serves one request at a time per connection, as Kafka mutes a channel). One timer thread
@@ -98,8 +99,11 @@ log = logging.getLogger(__name__)
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300000
 #: how often the timer thread looks at the groups, seconds
 TICK_S = 0.02
-#: how often the timer thread checks that this broker still leads its loaded partitions
+#: how often the timer thread checks which partitions of the offsets topic this broker leads
+#: (loading the new ones, unloading the lost ones)
 OWNERSHIP_CHECK_S = 0.25
+#: how long a topic's partition count is trusted by OffsetCommit's check
+TOPIC_CACHE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ class GroupCoordinator:
         self._partitions: dict[int, OffsetsPartition] = {}
         self._groups: dict[int, dict[str, Group]] = {}
         self._doomed: list[Group] = []
+        self._topic_sizes: dict[str, tuple[float, int | None]] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._closed = False
@@ -253,7 +258,11 @@ class GroupCoordinator:
         from kafka_tiers.cluster.client import ClusterClient
         from kafka_tiers.cluster.transport import ErrorCode, TransportError
         assert member.client is not None
-        client = ClusterClient([member.address], transport=member.client, timeout=10.0)
+        # over TCP a connection of its own: the member's shared one (one request at a time per
+        # address) stays taken by this request while the controller, maybe this very broker,
+        # sends its LeaderAndIsr back over it (a deadlock until the request timed out)
+        client = ClusterClient([member.address], timeout=10.0,
+                               transport=member.client if broker.network is not None else None)
         try:
             client.create_topic(OFFSETS_TOPIC, n, self.replication_factor,
                                 self._topic_config(), wait=True, timeout=10.0)
@@ -264,6 +273,8 @@ class GroupCoordinator:
                 return
             raise GroupError(COORDINATOR_NOT_AVAILABLE,
                              f"cannot create {OFFSETS_TOPIC} now: {exc}") from None
+        finally:
+            client.close()
 
     # ------------------------------------------------------------------ FindCoordinator
     def find(self, key: str, listener: str) -> Coordinator:
@@ -905,7 +916,6 @@ class GroupCoordinator:
             if error:
                 return all_(error)
             now_ms = self._now_ms()
-            cs = ClusterState(self.broker, "")
             sizes: dict[str, int | None] = {}
             records: list[tuple[bytes, bytes | None]] = []
             values: dict[tuple[str, int], OffsetValue] = {}
@@ -916,8 +926,7 @@ class GroupCoordinator:
                     out[key] = OFFSET_METADATA_TOO_LARGE
                     continue
                 if e.topic not in sizes:
-                    t = cs.topic(e.topic)
-                    sizes[e.topic] = None if t is None else len(t.partitions)
+                    sizes[e.topic] = self._partition_count(e.topic)
                 n = sizes[e.topic]
                 if n is None or not 0 <= e.partition < n:
                     out[key] = UNKNOWN_TOPIC_OR_PARTITION
@@ -942,6 +951,27 @@ class GroupCoordinator:
             if m is not None and group.state is GroupState.STABLE:
                 m.heartbeat_deadline = time.monotonic() + m.session_timeout_ms / 1000.0
         return out
+
+    def _partition_count(self, topic: str) -> int | None:
+        """How many partitions ``topic`` has (None: no such topic), cached for
+        :data:`TOPIC_CACHE_S` (a commit must not read the metadata store every time)."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._topic_sizes.get(topic)
+        if hit is not None and now - hit[0] < TOPIC_CACHE_S:
+            return hit[1]
+        member = self.broker.member
+        if member is not None and member.metadata is not None:
+            asg = member.metadata.topic(topic)
+            count = None if asg is None else len(asg.partitions)
+        else:
+            info = self.broker.topics().get(topic)
+            count = None if info is None else info.partitions
+        with self._lock:
+            if len(self._topic_sizes) > 10000:
+                self._topic_sizes.clear()
+            self._topic_sizes[topic] = (now, count)
+        return count
 
     @staticmethod
     def _validate_commit(g: Group, member_id: str, instance_id: str | None,
@@ -1186,12 +1216,26 @@ class GroupCoordinator:
                               self.broker.broker_id)
 
     def _check_ownership(self) -> None:
+        """Unload the partitions this broker no longer leads (or leads in a new epoch) and
+        load the ones it has become the leader of (Kafka loads on becoming leader)."""
         with self._lock:
             parts = dict(self._partitions)
         for p, part in parts.items():
             epoch = self._leader_epoch(part.tp)
             if epoch is None or epoch != part.leader_epoch:
                 self._unload(p)
+        n = self._num_partitions
+        if n is None or self._closed:
+            return
+        for p in range(n):
+            if p in parts and self._partitions.get(p) is parts[p]:
+                continue
+            if self._leader_epoch(TopicPartition(OFFSETS_TOPIC, p)) is None:
+                continue
+            try:
+                self._load(p)
+            except GroupError as exc:
+                log.debug("group coordinator: %s-%d not loaded now: %s", OFFSETS_TOPIC, p, exc)
 
     def _tick(self, g: Group, now: float) -> None:
         if g.state is GroupState.DEAD:
