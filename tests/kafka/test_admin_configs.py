@@ -318,3 +318,17 @@ def test_more_config_resources_than_max_request_topics_are_refused(
             name="retention.ms", config_operation=SET, value="5")])] * 2)
     assert [r.error_code for r in resp.responses] == [INVALID_REQUEST, INVALID_REQUEST]
     assert b.topic("a").config == {}
+
+
+def test_a_secret_broker_key_is_described_without_its_value() -> None:
+    """A declared secret key (``ConfigKey(secret=True)``) is sensitive, of type PASSWORD, and
+    neither its value nor its default appears (entry or synonyms)."""
+    from kafka_tiers.config import ConfigKey, String
+    from kafka_tiers.kafka.apis.configs import PASSWORD, _broker_entry
+
+    key = ConfigKey("some.password", String(), "default-secret", "A password.", secret=True)
+    broker = {"some.password": "hunter2"}
+    entry = _broker_entry(broker, {"some.password": "hunter2"}, "some.password", key)
+    assert entry.sensitive and entry.value is None and entry.config_type == PASSWORD
+    assert entry.source == STATIC_BROKER_CONFIG and entry.read_only
+    assert "hunter2" not in repr(entry) and "default-secret" not in repr(entry)
