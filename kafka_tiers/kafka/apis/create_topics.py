@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api import ConfigError
+from kafka_tiers.cluster.transport import ApiError, ErrorCode
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
@@ -138,7 +139,14 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool, deadline: floa
                                 validate_only=validate_only)
 
     left = deadline - time.monotonic()
-    plan = ctl.call(create, timeout=max(left, 0.001))
+    try:
+        plan = ctl.call(create, timeout=max(left, 0.001))
+    except ApiError as exc:
+        if exc.code != ErrorCode.REQUEST_TIMED_OUT:
+            raise
+        raise KafkaApiError(REQUEST_TIMED_OUT, f"topic {name} was not created within the "
+                            "request's timeout_ms; the controller goes on creating it (check "
+                            "with Metadata before creating it again)") from None
     created = len(plan)
     factor = len(next(iter(plan.values()))) if plan else 0
     if not validate_only:
