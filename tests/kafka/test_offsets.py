@@ -445,3 +445,40 @@ def test_snapshots_bound_every_replica_in_a_cluster(
         time.sleep(0.05)
     for b in (1, 2, 3):
         assert cluster.broker(b).log(tp).size < 4 * 2048
+
+
+def test_a_new_leader_loads_its_partitions_before_any_request(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    """Kafka loads a partition of __consumer_offsets when its broker becomes the leader: the
+    coordinators of a cluster hold exactly the partitions their broker leads, and after a
+    broker's death the new leaders load its partitions without being asked."""
+    from kafka_tiers.kafka.groups.coordinator import GroupCoordinator
+
+    cluster = make_kafka_cluster(brokers=3, overrides=FAST)
+    for addr in cluster.bootstrap_servers.split(","):  # every broker's coordinator starts
+        with RawConnection(addr) as conn:
+            assert find_coordinator(conn, "x").error_code == 0
+
+    def coordinator(b: int) -> GroupCoordinator:
+        server = cluster.broker(b).kafka_server
+        return server.component("group-coordinator", GroupCoordinator)
+
+    def leads(b: int) -> list[int]:
+        return [p for p in range(3)
+                if cluster.broker(b).leadership(TopicPartition(OFFSETS_TOPIC, p))[0]]
+
+    def settled(brokers: list[int]) -> bool:
+        return all(coordinator(b).loaded_partitions() == leads(b) for b in brokers)
+
+    deadline = time.monotonic() + 10
+    while not settled([1, 2, 3]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    victim = next(b for b in (1, 2, 3) if leads(b))
+    lost = leads(victim)
+    cluster.broker(victim).kill()
+    rest = [b for b in (1, 2, 3) if b != victim]
+    deadline = time.monotonic() + 15
+    while not (settled(rest) and sorted(p for b in rest for p in leads(b)) == [0, 1, 2]):
+        assert time.monotonic() < deadline, (lost, {b: leads(b) for b in rest})
+        time.sleep(0.05)

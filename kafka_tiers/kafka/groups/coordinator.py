@@ -206,6 +206,12 @@ class GroupCoordinator:
             self._unload(p)
         self._kill_doomed()
 
+    def loaded_partitions(self) -> list[int]:
+        """The partitions of ``__consumer_offsets`` loaded here now (those this broker leads
+        and has read), sorted."""
+        with self._lock:
+            return sorted(self._partitions)
+
     def _now_ms(self) -> int:
         return int(self._time() * 1000)
 
