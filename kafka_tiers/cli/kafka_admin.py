@@ -108,10 +108,20 @@ class KafkaAdmin:
         self.timeout = timeout
         reachable(self.bootstrap, min(timeout, 5.0))
         ms = int(timeout * 1000)
-        with _errors(f"connecting to {','.join(self.bootstrap)}"):
-            self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
-                                          client_id="kafka-tiers-cli", request_timeout_ms=ms,
-                                          bootstrap_timeout_ms=ms)
+        import kafka.errors as kerr
+
+        try:
+            with _errors(f"connecting to {','.join(self.bootstrap)}"):
+                self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                              client_id="kafka-tiers-cli",
+                                              request_timeout_ms=ms, bootstrap_timeout_ms=ms)
+        except KafkaAdminError as exc:
+            if not isinstance(exc.__context__, kerr.KafkaTimeoutError):
+                raise
+            raise KafkaAdminError(f"{','.join(self.bootstrap)} accepted a connection but no "
+                                  f"Kafka listener answered within {timeout:g}s (give the "
+                                  "address of a broker's listeners, not its internal port)"
+                                  ) from None
 
     def close(self) -> None:
         """Close the admin client's connections."""

@@ -288,3 +288,19 @@ def test_topics_lifecycle_through_the_kafka_protocol(cluster: LocalCluster) -> N
     with cluster.client() as client:
         md = client.metadata()
     assert sorted(t["topic"] for t in md["topics"] if not t["error"]) == ["pinned"]
+
+
+def test_a_port_that_is_no_kafka_listener_is_named() -> None:
+    """A port that accepts connections but does not speak Kafka (say, the internal transport)
+    fails within the timeout with one line saying so."""
+    import socket
+
+    from kafka_tiers.cli.kafka_admin import KafkaAdmin, KafkaAdminError
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(5)
+        addr = f"127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(KafkaAdminError, match=f"^{addr} accepted a connection but no Kafka "
+                                                  "listener answered within 1s"):
+            KafkaAdmin([addr], timeout=1.0)
