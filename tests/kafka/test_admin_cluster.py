@@ -298,3 +298,16 @@ def test_reassignment_standalone(kafka_broker: Broker) -> None:
     assert r.responses[0].partitions[0].error_code == NO_REASSIGNMENT_IN_PROGRESS
     assert roundtrip(kafka_broker.bootstrap_servers, 46, 0, timeout_ms=5000,
                      topics=None).topics == []
+
+
+def test_election_of_more_partitions_than_the_bound_is_refused(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(**{"max.request.partitions": "2"})
+    b.create_topic("e", 2)
+    r = roundtrip(b.bootstrap_servers, 43, 2, election_type=0,
+                  topic_partitions=[("e", [0, 1]), ("x", [0])], timeout_ms=1000)
+    assert r.error_code == 42  # INVALID_REQUEST
+    got = [(t.topic, p.partition_id, p.error_code, p.error_message) for t in
+           r.replica_election_results for p in t.partition_result]
+    assert [g[:3] for g in got] == [("e", 0, 42), ("e", 1, 42), ("x", 0, 42)]
+    assert "max.request.partitions" in got[0][3]

@@ -191,3 +191,15 @@ def test_move_replicas_between_disks_in_a_cluster(
                          for b in (1, 2, 3)), what="every replica at 200")
     assert [r.value for r in cl.read_all("j", 0)] == \
         [b"a%d" % i for i in range(100)] + [b"b%d" % i for i in range(100)]
+
+
+def test_requests_over_the_bounds_are_refused(make_kafka_broker: Callable[..., Broker],
+                                              tmp_path: Path) -> None:
+    b = _two_dirs(make_kafka_broker, tmp_path, **{"max.request.topics": "2",
+                                                  "max.request.partitions": "2"})
+    b.create_topic("e", 2)
+    r = roundtrip(b.bootstrap_servers, 35, 4, topics=[("a", [0]), ("b", [0]), ("c", [0])])
+    assert (r.error_code, r.results) == (42, [])  # INVALID_REQUEST, nothing described
+    dest = str(b.log_manager.log_dirs[0])
+    r = roundtrip(b.bootstrap_servers, 34, 2, dirs=[(dest, [("e", [0, 1]), ("x", [0])])])
+    assert [p.error_code for t in r.results for p in t.partitions] == [42, 42, 42]

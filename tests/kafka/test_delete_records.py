@@ -196,3 +196,16 @@ def test_delete_records_removes_remote_segments(tiered: Callable[[], Broker]) ->
     assert b.fetch(tp, cut).records_list()[0].offset == cut
     # offsets still in the remote tier above the start are served after the restart
     assert b.fetch(tp, segs[3].start_offset).tier == "remote"
+
+
+def test_more_partitions_than_the_bound_are_refused(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(**{"max.request.partitions": "2"})
+    b.create_topic("d", 2)
+    for p in range(2):
+        b.produce(TopicPartition("d", p), [b"x", b"y"])
+    r = roundtrip(b.bootstrap_servers, 21, 2, timeout_ms=5000, topics=[
+        ("d", [(0, 1), (1, 1)]), ("x", [(0, 1)])])
+    assert _answers(r) == {("d", 0): (42, -1), ("d", 1): (42, -1),  # INVALID_REQUEST
+                           ("x", 0): (42, -1)}
+    assert all(b.log(TopicPartition("d", p)).log_start_offset == 0 for p in range(2))

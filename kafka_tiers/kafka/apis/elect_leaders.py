@@ -31,7 +31,7 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
-from kafka_tiers.placement.limits import LimitExceededError
+from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 PREFERRED = 0
 UNCLEAN = 1
@@ -92,6 +92,14 @@ def _requested(request: Any) -> tuple[list[TopicPartition] | None, dict[TopicPar
     return seen, dup
 
 
+def _too_many(ctx: RequestContext, tps: list[TopicPartition]) -> Result | None:
+    try:
+        check_request_entries(ctx.config, tps, "partitions to elect")
+    except Exception as exc:
+        return code_of(exc)
+    return None
+
+
 def _standalone(state: ClusterState, tps: Iterable[TopicPartition] | None, kind: int
                 ) -> dict[TopicPartition, Result]:
     out: dict[TopicPartition, Result] = {}
@@ -141,6 +149,8 @@ def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     results: dict[TopicPartition, Result] = {}
     if kind not in (PREFERRED, UNCLEAN):
         top = (kerr.INVALID_REQUEST, f"unknown election type {kind} (0: preferred, 1: unclean)")
+    elif tps is not None and (bound := _too_many(ctx, tps + list(known))) is not None:
+        top = bound
     elif state.clustered:
         timeout_s = max(int(request.timeout_ms), 1000) / 1000.0
         try:
@@ -150,8 +160,8 @@ def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     else:
         results = _standalone(state, tps, kind)
     if top[0] != 0:  # every partition asked for gets the request's error
-        named = tps if tps is not None else []
-        results = {tp: top for tp in named}
+        results = {tp: top for tp in [*(tps or []), *known]}
+        known = {}
     elif tps is None:
         results = {tp: r for tp, r in results.items() if r[0] != kerr.ELECTION_NOT_NEEDED}
     results.update(known)

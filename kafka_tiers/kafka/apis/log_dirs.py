@@ -9,7 +9,8 @@ DescribeLogDirs
     Kafka's: for a replica, how far its log end is below its high watermark (never
     negative); for a future log, how far it is behind the replica it copies. v4 adds the file
     system's ``total_bytes`` and ``usable_bytes``. ``topics`` null: every replica; a list
-    keeps only the partitions named.
+    keeps only the partitions named (more topics than ``max.request.topics``: no dir is
+    described, and v3+ answers ``INVALID_REQUEST``).
 AlterReplicaLogDirs
     Moves each named replica to the named log dir of this broker through the log manager's
     mover (a ``-future`` copy, throttled by ``intra.broker.throttled.rate``, swapped in
@@ -63,6 +64,13 @@ def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     lm = ctx.broker.log_manager
     wanted: set[TopicPartition] | None = None
     if request.topics is not None:
+        try:
+            check_request_entries(ctx.config, list(request.topics), "topics", topics=True)
+        except Exception:  # refused whole: no dir described (v3+ says why)
+            out: dict[str, Any] = {"throttle_time_ms": 0, "results": []}
+            if version >= 3:
+                out["error_code"] = kerr.INVALID_REQUEST
+            return ctx.response(**out)
         wanted = {TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions}
     rows: list[LogDirDescription] = lm.describe_log_dirs() if lm is not None else []
     results = []
@@ -85,10 +93,10 @@ def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             fields["total_bytes"] = row.total_bytes if live else -1
             fields["usable_bytes"] = row.usable_bytes if live else -1
         results.append(dir_cls(**fields))
-    out: dict[str, Any] = {"throttle_time_ms": 0, "results": results}
+    answer: dict[str, Any] = {"throttle_time_ms": 0, "results": results}
     if version >= 3:
-        out["error_code"] = 0
-    return ctx.response(**out)
+        answer["error_code"] = 0
+    return ctx.response(**answer)
 
 
 @handles(34, 0, 2)
