@@ -285,3 +285,22 @@ def test_kafka_python_reads_remote_offsets_by_time(tmp_path: Path) -> None:
         assert (found.offset, found.timestamp) == (3, ts(3))
     finally:
         consumer.close()
+
+
+def test_earliest_and_latest_tiered_wait_for_a_hanging_listing_at_most_the_timeout(
+        tmp_path: Path) -> None:
+    b, store, tp = _tiered(tmp_path)
+    assert store is not None and b.rlm is not None
+    b.rlm.become_follower(tp)  # the remote listing is no longer known: it is read again
+    b.rlm.become_leader(tp, 0)
+    store.mode = "hang"
+    try:
+        for stamp in (EARLIEST, LATEST_TIERED):
+            started = time.monotonic()
+            assert one(b.bootstrap_servers, 10, "tiered", stamp, timeout_ms=300)[0] == \
+                TIMED_OUT
+            assert time.monotonic() - started < 5
+        assert one(b.bootstrap_servers, 10, "tiered", LATEST)[:3] == (NONE, -1, 200)
+    finally:
+        store.release.set()
+        store.mode = "ok"

@@ -31,7 +31,8 @@ from __future__ import annotations
 import logging
 import struct
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kafka_tiers.api import (
     IndexType,
@@ -48,6 +49,7 @@ from kafka_tiers.kafka.registry import handles
 from kafka_tiers.log.records import verified_batches
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LIST_OFFSETS_KEY = 2
 LATEST = -1
@@ -147,12 +149,24 @@ def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, leader_epoc
             found = _remote_epoch(segs, offset)
         return -1 if found is None else found
 
+    rlm = broker.rlm
+    wait = timeout_ms if timeout_ms is not None and timeout_ms > 0 else \
+        (rlm.fetch_timeout_ms if rlm is not None else 0)
+
+    def remote(what: str, fn: Callable[[], T]) -> T:
+        """``fn`` (which may read the remote tier: a listing, an index, batches) on the
+        remote reader pool, waited for at most ``wait`` ms."""
+        assert rlm is not None
+        return rlm.reader.run(fn, wait, f"{tp} {what}")
+
     if timestamp == LATEST:
         return _Answer(E.NONE, -1, upper, leader_epoch)
     if timestamp == EARLIEST:
-        start = broker.log_start_offset(tp)
-        segs = _remote_segments(broker, tp) if tiered and start < lg.local_log_start_offset \
-            else None
+        if not tiered:
+            start = lg.log_start_offset
+            return _Answer(E.NONE, -1, start, epoch_of(start))
+        start, segs = remote("log start offset", lambda: (broker.log_start_offset(tp),
+                                                          _remote_segments(broker, tp)))
         return _Answer(E.NONE, -1, start, epoch_of(start, segs))
     if timestamp == EARLIEST_LOCAL:
         start = lg.local_log_start_offset
@@ -160,7 +174,7 @@ def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, leader_epoc
     if timestamp == LATEST_TIERED:
         if not tiered:
             return _Answer(E.NONE, -1, -1, -1)
-        segs = _remote_segments(broker, tp)
+        segs = remote("remote segments", lambda: _remote_segments(broker, tp))
         highest = max((m.end_offset for m in segs), default=-1)
         if highest < 0:
             return _Answer(E.NONE, -1, -1, -1)
@@ -171,18 +185,13 @@ def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, leader_epoc
             return _Answer()
         return _Answer(E.NONE, found.timestamp, found.offset, epoch_of(found.offset))
     # by timestamp: the remote tier first (below the local log), then the local log
-    if tiered and broker.log_start_offset(tp) < lg.local_log_start_offset:
-        rlm = broker.rlm
-        assert rlm is not None
-        wait = timeout_ms if timeout_ms is not None and timeout_ms > 0 else \
-            rlm.fetch_timeout_ms
-        remote = rlm.reader.run(
-            lambda: _remote_offset_for_timestamp(broker, tp, timestamp,
-                                                 broker.log_start_offset(tp),
-                                                 lg.local_log_start_offset),
-            wait, f"{tp} offset for timestamp {timestamp}")
-        if remote is not None:
-            return remote if remote.offset < upper else _Answer()
+    if tiered:
+        local_start = lg.local_log_start_offset
+        got = remote(f"offset for timestamp {timestamp}",
+                     lambda: _remote_offset_for_timestamp(
+                         broker, tp, timestamp, broker.log_start_offset(tp), local_start))
+        if got is not None:
+            return got if got.offset < upper else _Answer()
     found = lg.offset_for_timestamp(timestamp)
     if found is None or found.offset >= upper:
         return _Answer()
