@@ -742,3 +742,44 @@ def test_admin_clients_list_describe_delete_groups(broker: Broker) -> None:
     finally:
         kp.close()
     m.close()
+
+
+def test_confluent_static_member_comes_back_without_rebalance(broker: Broker) -> None:
+    """KIP-345 with librdkafka: a consumer with group.instance.id closes (a static member
+    sends no LeaveGroup) and a new one with the same instance id takes its place (a new
+    member id) with the same partitions; the raw-request test above checks the generation
+    stays the same."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    from tests.kafka.clients import confluent_consumer_conf
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+    def member_ids() -> list[tuple[str, str | None]]:
+        d = admin.describe_consumer_groups(["static"], request_timeout=10)["static"].result()
+        return [(m.member_id, m.group_instance_id) for m in d.members]
+
+    def start() -> tuple[Any, set[int]]:
+        c = Consumer(confluent_consumer_conf(broker.bootstrap_servers, "static",
+                                             group_instance_id="instance-1"))
+        c.subscribe(["t"])
+        deadline = time.monotonic() + 15
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.1)
+        return c, {tp.partition for tp in c.assignment()}
+
+    first, parts = start()
+    assert parts == set(range(6))
+    (before,) = member_ids()
+    first.close()
+    assert member_ids() == [before]  # still a member: static members do not leave on close
+    second, parts = start()
+    try:
+        assert parts == set(range(6))
+        (after,) = member_ids()
+        assert after[1] == "instance-1" and after[0] != before[0]
+        with RawConnection(broker.bootstrap_servers) as conn:
+            assert describe(conn, "static").group_state == "Stable"
+    finally:
+        second.close()
