@@ -196,13 +196,16 @@ def _print_dirs(descs: list[Any], heading: str) -> None:
         if not d.partitions:
             continue
         table = Table(show_edge=False, pad_edge=False, box=None)
+        # DescribeLogDirs (--bootstrap-server) carries no log end offset: no such column
+        with_leo = any(p.log_end_offset >= 0 for p in d.partitions)
         columns: tuple[tuple[str, JustifyMethod], ...] = (
-            ("partition", "left"), ("size", "right"), ("log end offset", "right"), ("", "left"))
+            ("partition", "left"), ("size", "right"),
+            *((("log end offset", "right"),) if with_leo else ()), ("", "left"))
         for col, just in columns:
             table.add_column(col, justify=just)
         for p in d.partitions:
-            table.add_row(f"  {p.topic}-{p.partition}", _human(p.size),
-                          str(p.log_end_offset) if p.log_end_offset >= 0 else "-",
+            leo = (str(p.log_end_offset),) if with_leo else ()
+            table.add_row(f"  {p.topic}-{p.partition}", _human(p.size), *leo,
                           "temporary (move in progress)" if p.is_temporary else "")
         out.print(table)
 
