@@ -547,6 +547,21 @@ def test_confluent_consumer_reads_local_and_remote(tmp_path: Path) -> None:
                           message_max_bytes=4096,
                           max_partition_fetch_bytes=2048)
     assert got == {(0, i): value(i) for i in range(200)}
+    # kafka-python, through an incremental fetch session
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap_servers.split(","),
+                             request_timeout_ms=5000, enable_auto_commit=False,
+                             consumer_timeout_ms=1500, fetch_max_wait_ms=100,
+                             max_partition_fetch_bytes=2048)
+    try:
+        consumer.assign([KTP("tiered", 0)])
+        consumer.seek(KTP("tiered", 0), 0)
+        seen = {m.offset: m.value for m in consumer}
+    finally:
+        consumer.close()
+    assert seen == {i: value(i) for i in range(200)}
 
 
 def test_kafka_python_and_aiokafka_consumers_read(broker: Broker) -> None:
