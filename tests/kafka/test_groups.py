@@ -783,3 +783,23 @@ def test_confluent_static_member_comes_back_without_rebalance(broker: Broker) ->
             assert describe(conn, "static").group_state == "Stable"
     finally:
         second.close()
+
+
+def test_a_parked_join_does_not_hold_up_the_broker_stop(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(**FAST)
+    a = RawMember(b.bootstrap_servers, "park", rebalance_ms=30000)
+    find_coordinator(a.conn, "park")
+    a.join()
+    a.sync([(a.member_id, b"")])
+    parked = RawMember(b.bootstrap_servers, "park", rebalance_ms=30000)
+    assert parked.join_once().error_code == 79
+    t = parked.join_async()  # waits for a to rejoin: up to the rebalance timeout
+    wait_for(lambda: a.heartbeat() == 27, what="the rebalance to start")
+    started = time.monotonic()
+    b.shutdown()
+    assert time.monotonic() - started < 3  # the server waits 5 s for a busy connection
+    t.join(5)
+    assert not t.is_alive()
+    a.close()
+    parked.close()

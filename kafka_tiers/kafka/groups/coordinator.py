@@ -567,11 +567,23 @@ class GroupCoordinator:
                     return JoinResult(UNKNOWN_MEMBER_ID, member_id)
         if waiter is None:
             return JoinResult(UNKNOWN_SERVER_ERROR, member_id)
-        result = waiter.wait(rebalance_timeout_ms / 1000.0 + 60.0)
+        result = self._await(waiter, rebalance_timeout_ms / 1000.0 + 60.0)
         if result is None:
             return JoinResult(REBALANCE_IN_PROGRESS, member_id)
         assert isinstance(result, JoinResult)
         return result
+
+    def _await(self, waiter: Waiter, timeout: float) -> Any:
+        """A parked request's response, None after ``timeout`` seconds or once the broker is
+        stopping (its connections are being closed: nobody would read the answer)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            result = waiter.wait(min(max(left, 0.0), 0.1))
+            if waiter.done:
+                return result
+            if left <= 0 or self._closed or not self.broker.started:
+                return None
 
     def _accept_joining(self, g: Group, member_id: str) -> bool:
         if g.state in (GroupState.EMPTY, GroupState.DEAD):
@@ -809,7 +821,7 @@ class GroupCoordinator:
                         group.transition(GroupState.STABLE, self._now_ms())
                         log.info("group %s: generation %d is stable", group_id, gen)
             timeout = group.rebalance_timeout_ms() / 1000.0 + 60.0
-        result = waiter.wait(timeout)
+        result = self._await(waiter, timeout)
         if result is None:
             return SyncResult(REBALANCE_IN_PROGRESS)
         assert isinstance(result, SyncResult)
