@@ -1203,23 +1203,28 @@ class Broker:
                            min(segs[0].start_offset, lg.local_log_start_offset))
         return lg.log_start_offset
 
-    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+    def delete_records(self, tp: TopicPartition, offset: int, timeout: float = 30.0) -> int:
         """Kafka's DeleteRecords on the leader of ``tp``: the log start offset moves up to
         ``offset`` (-1: the high watermark), local segments wholly below it are deleted and
         the log dir's log start offset checkpoint is written; for a tiered topic the remote
         log manager then deletes the remote segments wholly below it (on the partition's
         task, triggered now) and nothing below it is served any more. Followers apply it
-        from the leader's fetch answers. An offset at or below the current log start offset
-        changes nothing. Idempotent.
+        from the leader's fetch answers; a cluster member returns once every replica on a
+        live broker reported it (Kafka's low watermark), waiting at most ``timeout``
+        seconds. An offset at or below the current log start offset changes nothing.
+        Idempotent.
 
         Returns:
-            the log start offset afterwards (Kafka's low watermark).
+            the low watermark: the lowest log start offset of the live replicas (standalone:
+            the log start offset).
 
         Raises:
             UnknownTopicError: no such partition.
             NotLeaderError: this broker does not lead it.
             OffsetOutOfRangeError: ``offset`` is negative (but -1) or above the high
                 watermark.
+            ApiError: ``REQUEST_TIMED_OUT``: a live replica did not follow within
+                ``timeout`` (the leader moved; the followers go on following).
         """
         self._require_started()
         if self.member is not None:
@@ -1245,7 +1250,25 @@ class Broker:
             lm.checkpoint([log_dir])
         if self.rlm is not None and self._tiered(tp):
             self.rlm.delete_below(tp, start)
-        return start
+        rm = self.member.replicas if self.member is not None else None
+        if rm is None:
+            return start
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:  # Kafka's DelayedDeleteRecords: until every live replica followed
+            try:
+                low = rm.low_watermark(tp)
+            except ApiError as exc:
+                if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    raise NotLeaderError(str(exc)) from None
+                raise
+            if low >= start:
+                return low
+            if time.monotonic() >= deadline:
+                raise ApiError(f"{tp}: the log start offset moved to {start} on the leader, "
+                               f"but a live replica is still at {low} after {timeout:g} s; "
+                               "the followers go on following (retry to wait again)",
+                               ErrorCode.REQUEST_TIMED_OUT)
+            time.sleep(0.02)
 
     # ------------------------------------------------------------------ tiering tools
 

@@ -84,6 +84,8 @@ class _Follower:
     last_caught_up: float = 0.0
     last_fetch_leo: int = -1
     last_fetch_time: float = 0.0
+    #: the log start offset its last fetch reported (-1: not reported)
+    log_start: int = -1
 
 
 @dataclass
@@ -274,7 +276,8 @@ class _Fetcher:
             if p is None:
                 continue
             req.append({"topic": tp.topic, "partition": tp.partition,
-                        "offset": p.log.log_end_offset, "current_leader_epoch": st.leader_epoch})
+                        "offset": p.log.log_end_offset, "current_leader_epoch": st.leader_epoch,
+                        "log_start": p.log.log_start_offset})
         if not req:
             return
         resp = rm.client.send(address, ApiKey.FETCH,
@@ -782,7 +785,7 @@ class ReplicaManager:
                     out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                     continue
                 if replica_id >= 0:
-                    self._follower_fetched(p, replica_id, offset)
+                    self._follower_fetched(p, replica_id, offset, e.get("log_start"))
                     if offset < lg.local_log_start_offset:  # the follower starts locally
                         out["error"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                         continue
@@ -830,12 +833,15 @@ class ReplicaManager:
                 out["hw"] = lg.high_watermark
         return entries, b"".join(chunks)
 
-    def _follower_fetched(self, p: Partition, r: int, offset: int) -> None:
+    def _follower_fetched(self, p: Partition, r: int, offset: int,
+                          log_start: Any = None) -> None:
         f = p.followers.get(r)
         if f is None:
             if r not in p.replicas:
                 return
             f = p.followers[r] = _Follower()
+        if isinstance(log_start, int) and not isinstance(log_start, bool):
+            f.log_start = log_start
         now = self._now()
         leo = p.log.log_end_offset
         if offset >= leo:
@@ -848,6 +854,26 @@ class ReplicaManager:
                 and offset >= p.log.high_watermark and offset >= p.epoch_start_offset):
             self._write_isr(p, lambda isr: tuple(sorted({*isr, r})), f"{r} caught up")
         self._maybe_advance_hw(p)
+
+    def low_watermark(self, tp: TopicPartition) -> int:
+        """Kafka's low watermark of a partition this broker leads: the lowest log start
+        offset of its replicas on live brokers, as their fetches report it (a follower that
+        has not reported one counts as 0).
+
+        Raises:
+            ApiError: ``UNKNOWN_TOPIC_OR_PARTITION`` or ``NOT_LEADER_OR_FOLLOWER``.
+        """
+        p = self._partition(tp)
+        with p.lock:
+            if not p.is_leader:
+                raise ApiError(f"broker {self.broker_id} is not the leader of {tp}",
+                               ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            low = p.log.log_start_offset
+            for r in p.replicas:
+                if r != self.broker_id and r in self.brokers and r not in self.fenced:
+                    f = p.followers.get(r)
+                    low = min(low, max(f.log_start, 0) if f is not None else 0)
+            return low
 
     def _write_isr(self, p: Partition, change: Callable[[tuple[int, ...]], tuple[int, ...]],
                    why: str) -> bool:

@@ -118,14 +118,40 @@ def test_followers_follow_the_leaders_log_start_offset(
     admin = _confluent_admin(c.bootstrap_servers)
     futures = admin.delete_records([CTopicPartition("c", 0, 40)], request_timeout=10)
     assert futures[CTopicPartition("c", 0, 40)].result(timeout=15).low_watermark == 40
-    wait_for(lambda: all(c.brokers[b].log_manager.get_log(tp).log_start_offset == 40
-                         for b in (1, 2, 3)), what="every replica's log start at 40")
+    # answered once every live replica followed (Kafka's low watermark)
+    assert [c.brokers[b].log_manager.get_log(tp).log_start_offset for b in (1, 2, 3)] == \
+        [40, 40, 40]
     # a follower, and a broker without a replica, refuse it: the client re-routes
     for bid, topic in ((2, "c"), (1, "one")):
         r = roundtrip(c.brokers[bid].bootstrap_servers, 21, 2, timeout_ms=5000,
                       topics=[(topic, [(0, 1)])])
         assert _answers(r) == {(topic, 0): (NOT_LEADER_OR_FOLLOWER, -1)}
     assert cl.fetch("c", 0, 40)[0][0].offset == 40
+
+
+def test_a_replica_that_does_not_follow_times_the_request_out(
+        make_kafka_cluster: Callable[..., LocalCluster]) -> None:
+    # a paused broker stays registered (alive) for the test's length
+    c = make_kafka_cluster(3, overrides={"zookeeper.session.timeout.ms": "30000"})
+    cl = c.client()
+    cl.create_topic("w", 1, 2, assignment={0: [1, 2]})
+    tp = TopicPartition("w", 0)
+    cl.produce("w", 0, [b"v%d" % i for i in range(30)])
+    wait_for(lambda: c.brokers[2].log_manager.get_log(tp).high_watermark == 30,
+             what="the follower committed 30")
+    c.pause(2)
+    try:
+        r = roundtrip(c.brokers[1].bootstrap_servers, 21, 2, timeout_ms=500,
+                      topics=[("w", [(0, 20)])])
+        assert _answers(r) == {("w", 0): (7, -1)}  # REQUEST_TIMED_OUT
+        assert c.brokers[1].log_manager.get_log(tp).log_start_offset == 20  # it stands
+    finally:
+        c.resume(2)
+    wait_for(lambda: c.brokers[2].log_manager.get_log(tp).log_start_offset == 20,
+             what="the follower follows once running")
+    r = roundtrip(c.brokers[1].bootstrap_servers, 21, 2, timeout_ms=5000,
+                  topics=[("w", [(0, 20)])])
+    assert _answers(r) == {("w", 0): (0, 20)}
 
 
 # ---------------------------------------------------------------- tiered

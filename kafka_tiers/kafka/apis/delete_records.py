@@ -6,22 +6,21 @@ wholly below the new log start offset are deleted and the log dir's log start of
 checkpoint is written; for a tiered topic the remote segments wholly below it are deleted
 through the storage plugin by the leader's remote log manager (its task is triggered at once)
 and no read below it is served (``OFFSET_OUT_OF_RANGE``, from either tier). Followers apply
-the leader's log start offset from its fetch answers. ``low_watermark`` is the leader's log
-start offset afterwards; an offset at or below it changes nothing.
+the leader's log start offset from its fetch answers and report theirs in their fetches; as
+Kafka's, the leader answers once every replica on a live broker reached the new log start
+offset, or ``timeout_ms`` passed (``REQUEST_TIMED_OUT``; the deletion stands). ``low_watermark``
+is then the lowest log start offset of those replicas; an offset at or below the current log
+start offset changes nothing.
 
 Errors: ``OFFSET_OUT_OF_RANGE`` (negative but -1, or above the high watermark),
 ``NOT_LEADER_OR_FOLLOWER`` (the client re-routes), ``UNKNOWN_TOPIC_OR_PARTITION``,
 ``KAFKA_STORAGE_ERROR`` (the replica's log dir is offline), ``INVALID_REQUEST`` for every
 partition of a request naming more than ``max.request.partitions``.
-
-Where Kafka differs: its leader answers once every live replica's log start offset reached
-the new one (or ``timeout_ms`` passed); here the answer comes once the leader moved (the
-followers follow within a fetch), so the request never waits and its timeout is never
-reached.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
@@ -46,9 +45,12 @@ def delete_records(ctx: RequestContext, request: Any) -> Any:
     except Exception:
         results = {tp: (-1, kerr.INVALID_REQUEST) for tp, _ in asked}
         asked = []
-    for tp, offset in asked:
+    timeout_s = max(int(request.timeout_ms), 0) / 1000.0
+    deadline = time.monotonic() + timeout_s
+    for tp, offset in asked:  # one timeout for the whole request, as Kafka's
         try:
-            results[tp] = (ctx.broker.delete_records(tp, offset), 0)
+            left = max(deadline - time.monotonic(), 0.0)
+            results[tp] = (ctx.broker.delete_records(tp, offset, timeout=left), 0)
         except Exception as exc:
             code, _ = kerr.error_of(exc)
             results[tp] = (-1, code)
