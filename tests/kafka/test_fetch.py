@@ -691,6 +691,16 @@ def test_requests_listing_too_many_partitions_are_refused(
     with RawConnection(b.bootstrap_servers) as c:
         resp = c.call(EPOCH, 4, **fields)
     assert [p.error_code for p in resp.topics[0].partitions] == [INVALID_REQUEST] * 4
+    # a fetch session grown by increments beyond the bound is closed
+    b.create_topic("u", 2)
+    b.create_topic("w", 2)
+    sid = fetch(b, 12, [("u", [part(12, 0, 0), part(12, 1, 0)])], session_epoch=0).session_id
+    ok = fetch(b, 12, [("w", [part(12, 0, 0)])], session_id=sid, session_epoch=1)
+    assert ok.error_code == NONE
+    over = fetch(b, 12, [("w", [part(12, 1, 0)])], session_id=sid, session_epoch=2)
+    assert over.error_code == INVALID_REQUEST
+    assert fetch(b, 12, [], session_id=sid, session_epoch=3).error_code == \
+        FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_out_of_range_resets_with_auto_offset_reset(tmp_path: Path) -> None:

@@ -41,8 +41,9 @@ Zero copy
     ``os.sendfile`` from a descriptor of its own (so a segment deleted meanwhile still sends
     the bytes checked here).
 Followers
-    A request listing more than ``max.request.partitions`` partitions is answered with the
-    top-level error ``INVALID_REQUEST`` and no partition.
+    A request listing more than ``max.request.partitions`` partitions, or growing a fetch
+    session beyond that many, is answered with the top-level error ``INVALID_REQUEST`` and no
+    partition (the session is closed).
     A fetch with ``replica_id`` >= 0 (a Kafka broker replicating) is refused: every partition
     is answered ``REPLICA_NOT_AVAILABLE``. kafka-tiers brokers replicate over their own
     transport; a Kafka broker cannot be a follower here.
@@ -253,6 +254,13 @@ def _session_of(ctx: RequestContext, request: Any, wants: list[_Want]
                      for t in request.forgotten_topics_data for p in t.partitions]
         found.update(((_key(ctx.version, w), w.offset, w.max_bytes, w.current_leader_epoch)
                       for w in wants), forgotten)
+        try:  # a session grows by increments: bounded like one request
+            check_request_entries(ctx.config, list(found.partitions),
+                                  "partitions of a fetch session")
+        except LimitExceededError as exc:
+            log.warning("kafka fetch from %s: session %d closed: %s", ctx.peer, sid, exc)
+            cache.remove(sid)
+            return INVALID_REQUEST
     return found, True
 
 
