@@ -230,8 +230,8 @@ def test_reassignment_completes_and_is_listed(
         assert got[KTopicPartition("r", 0)] is NoReassignmentInProgressError
     finally:
         kp.close()
-    assert c.brokers[2].log_manager.get_log(TopicPartition("r", 0)) is None or \
-        wait_for(lambda: c.brokers[2].log_manager.get_log(TopicPartition("r", 0)) is None)
+    wait_for(lambda: c.brokers[2].log_manager.get_log(TopicPartition("r", 0)) is None,
+             what="the replica left out removed from broker 2")
     assert [r.value for r in cl.read_all("r", 0)] == [b"x%d" % i for i in range(20)]
 
 
