@@ -10,7 +10,8 @@ Local overrides
     a topic's local logs take its log keys; the local logs of a tiered topic keep everything
     (``retention.ms=-1``, ``retention.bytes=-1``): the remote log manager applies local
     retention to segments once they are committed remotely, and the total retention through
-    the remote tier.
+    the remote tier; they also get ``remote.storage.enable=true``, so a tiered log keeps its
+    log start offset below its first local segment across restarts.
 The topics file (a standalone broker's topic metadata)
     ``<first log dir>/kafka-tiers-topics.json``, a small versioned JSON document
     (``{"version": 1, "topics": {"orders": {"partitions": 3, "config": {...},
