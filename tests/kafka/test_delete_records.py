@@ -235,3 +235,39 @@ def test_more_partitions_than_the_bound_are_refused(
     assert _answers(r) == {("d", 0): (42, -1), ("d", 1): (42, -1),  # INVALID_REQUEST
                            ("x", 0): (42, -1)}
     assert all(b.log(TopicPartition("d", p)).log_start_offset == 0 for p in range(2))
+
+
+def test_delete_records_on_a_tiered_topic_in_a_cluster(
+        make_kafka_cluster: Callable[..., LocalCluster], tmp_path: Path) -> None:
+    # background=False: each broker's remote task runs when the test says
+    c = make_kafka_cluster(3, overrides={
+        "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+        "remote.log.manager.task.interval.ms": "3600000"}, background=False)
+    cl = c.client()
+    cl.create_topic("tc", 1, 2, {"remote.storage.enable": "true", "segment.bytes": "1024",
+                                 "local.retention.bytes": "0"})
+    tp = TopicPartition("tc", 0)
+    for i in range(60):
+        cl.produce("tc", 0, [f"value-{i:04d}-" + "x" * 40])
+    leader = c.brokers[cl.leader("tc", 0, refresh=True)]
+    assert leader.rlm is not None
+    assert leader.rlm.run_once(tp).copied
+    segs = leader.rlm.remote_segments(tp)
+    assert len(segs) >= 4
+    cut = segs[2].start_offset + 1
+    admin = _confluent_admin(c.bootstrap_servers)
+    futures = admin.delete_records([CTopicPartition("tc", 0, cut)], request_timeout=10)
+    assert futures[CTopicPartition("tc", 0, cut)].result(timeout=15).low_watermark == cut
+    assert leader.rlm.run_once(tp).remote_deleted == segs[:2]
+    assert [m.segment_id for m in leader.rlm.storage.list_remote_segments(tp)] == \
+        [m.segment_id for m in segs[2:]]
+    consumer = Consumer(confluent_consumer_conf(c.bootstrap_servers))
+    try:
+        low, high = consumer.get_watermark_offsets(CTopicPartition("tc", 0), timeout=10)
+    finally:
+        consumer.close()
+    assert (low, high) == (cut, 60)
+    # the cluster's own fetch path: below the start refused, from it served (remote tier)
+    with pytest.raises(Exception, match="OFFSET_OUT_OF_RANGE"):
+        cl.fetch("tc", 0, cut - 1)
+    assert cl.fetch("tc", 0, cut)[0][0].offset == cut
