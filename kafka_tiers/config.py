@@ -555,7 +555,12 @@ class BrokerConfig(Mapping[str, Any]):
         Raises:
             ConfigError: a name no installed plugin has; the message names the installed ones.
         """
-        from kafka_tiers.plugins.loader import PLACER_GROUP, STORAGE_GROUP, installed_names
+        from kafka_tiers.plugins.loader import (
+            OBJECT_STORE_GROUP,
+            PLACER_GROUP,
+            STORAGE_GROUP,
+            installed_names,
+        )
 
         wanted = [("broker.replica.placer", PLACER_GROUP, "replica placer")]
         if self._values.get("remote.log.storage.enable"):
@@ -566,6 +571,8 @@ class BrokerConfig(Mapping[str, Any]):
             if not name or ":" in name:
                 continue
             installed = installed_names(group)
+            if group == STORAGE_GROUP:  # an object store plugin serves as one too (local, s3)
+                installed = sorted({*installed, *installed_names(OBJECT_STORE_GROUP)})
             if name not in installed:
                 close = difflib.get_close_matches(name, installed, n=1)
                 hint = f"did you mean {close[0]}? " if close else ""

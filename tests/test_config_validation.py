@@ -113,6 +113,14 @@ def test_an_unknown_plugin_name_names_the_installed_ones() -> None:
     BrokerConfig({"broker.replica.placer": "pkg.mod:Cls"}).check_plugins()  # checked at load
 
 
+def test_an_object_store_plugin_is_a_known_remote_storage_manager() -> None:
+    """``local`` (the default) and every installed object store plugin pass the start-up check
+    of ``broker start`` / ``cluster start`` (they were refused as 'installed: none')."""
+    BrokerConfig({"remote.log.storage.enable": "true"}).check_plugins()
+    BrokerConfig({"remote.log.storage.enable": "true",
+                  "remote.storage.manager.class": "local"}).check_plugins()
+
+
 def test_the_kafka_list_holds_names_only_and_covers_server_properties() -> None:
     # the keys of Kafka's shipped config/server.properties
     shipped = ["broker.id", "listeners", "num.network.threads", "num.io.threads",
