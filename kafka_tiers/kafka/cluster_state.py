@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_tiers.api import TopicPartition
+from kafka_tiers.api import KafkaTiersError, TopicPartition
 
 if TYPE_CHECKING:
     from kafka_tiers.broker.broker import Broker
@@ -118,13 +118,17 @@ class ClusterState:
             me = self.broker.broker_id
             parts = {}
             for p in range(info.partitions):
-                lg = self.broker._log_or_none(TopicPartition(name, p))
-                epoch = -1
-                if lg is not None:
-                    latest = lg.leader_epoch_cache.latest_epoch
-                    epoch = 0 if latest is None else latest
-                up = lg is not None
-                parts[p] = PartitionView(p, (me,), me if up else -1, epoch,
+                tp = TopicPartition(name, p)
+                # the broker's own leadership state (become_follower / become_leader move it),
+                # the same one Produce and Fetch check
+                up = self.broker._log_or_none(tp) is not None
+                leads, epoch = False, -1
+                if up:
+                    try:
+                        leads, epoch = self.broker.leadership(tp)
+                    except KafkaTiersError:  # offline: its files failed to load
+                        up = False
+                parts[p] = PartitionView(p, (me,), me if up and leads else -1, epoch,
                                          (me,) if up else (), () if up else (me,))
             return TopicView(name, parts, dict(info.config))
         asg = self._md.topic(name)
