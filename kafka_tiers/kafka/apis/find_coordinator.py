@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_tiers.kafka.apis.groups import text
 from kafka_tiers.kafka.apis.transactions import (
     TRANSACTIONS_UNSUPPORTED,
     transactions_unsupported_message,
@@ -48,7 +49,7 @@ def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     v = ctx.version
     key_type = int(request.key_type) if v >= 1 else GROUP_KEY_TYPE
     if v < 4:
-        error, message, c = _find(ctx, request.key, key_type)
+        error, message, c = _find(ctx, text(request.key), key_type)
         fields: dict[str, Any] = {"error_code": error, "node_id": c.node_id, "host": c.host,
                                   "port": c.port}
         if v >= 1:
@@ -56,7 +57,7 @@ def find_coordinator(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(**fields)
     cls = response_class(FIND_COORDINATOR_KEY, v)
     entries = []
-    for key in request.coordinator_keys:
+    for key in map(text, request.coordinator_keys or []):
         error, message, c = _find(ctx, key, key_type)
         entries.append(cls.Coordinator(key=key, node_id=c.node_id, host=c.host, port=c.port,
                                        error_code=error, error_message=message))

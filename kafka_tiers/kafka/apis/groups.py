@@ -35,6 +35,12 @@ OPS_NOT_REQUESTED = None
 GROUP_OPS = frozenset({3, 6, 8})
 
 
+def text(value: str | None) -> str:
+    """A string field as sent ("" for a null where the schema allows none: a malformed
+    request is then answered like an empty id, never with a dropped connection)."""
+    return value if value is not None else ""
+
+
 def _client_host(ctx: RequestContext) -> str:
     host = ctx.peer.rpartition(":")[0]
     return f"/{host}"
@@ -46,11 +52,11 @@ def join_group(ctx: RequestContext, request: Any) -> Any:
     v = ctx.version
     session = int(request.session_timeout_ms)
     result = coordinator_of(ctx).join(
-        group_id=request.group_id, member_id=request.member_id or "",
+        group_id=text(request.group_id), member_id=text(request.member_id),
         group_instance_id=request.group_instance_id if v >= 5 else None,
         session_timeout_ms=session,
         rebalance_timeout_ms=int(request.rebalance_timeout_ms) if v >= 1 else session,
-        protocol_type=request.protocol_type, protocols=protocols_of(request.protocols),
+        protocol_type=text(request.protocol_type), protocols=protocols_of(request.protocols),
         client_id=ctx.header.client_id or "", client_host=_client_host(ctx),
         require_known_member_id=v >= 4)
     cls = response_class(JOIN_GROUP_KEY, v)
@@ -75,12 +81,13 @@ def sync_group(ctx: RequestContext, request: Any) -> Any:
     """SyncGroup (see the module docstring)."""
     v = ctx.version
     result = coordinator_of(ctx).sync(
-        group_id=request.group_id, generation=int(request.generation_id),
-        member_id=request.member_id,
+        group_id=text(request.group_id), generation=int(request.generation_id),
+        member_id=text(request.member_id),
         group_instance_id=request.group_instance_id if v >= 3 else None,
         protocol_type=request.protocol_type if v >= 5 else None,
         protocol_name=request.protocol_name if v >= 5 else None,
-        assignments=[(a.member_id, bytes(a.assignment or b"")) for a in request.assignments])
+        assignments=[(text(a.member_id), bytes(a.assignment or b""))
+                     for a in request.assignments or []])
     fields: dict[str, Any] = dict(error_code=result.error, assignment=result.assignment,
                                   protocol_type=result.protocol_type,
                                   protocol_name=result.protocol_name)
@@ -94,8 +101,8 @@ def heartbeat(ctx: RequestContext, request: Any) -> Any:
     """Heartbeat (see the module docstring)."""
     v = ctx.version
     error = coordinator_of(ctx).heartbeat(
-        group_id=request.group_id, generation=int(request.generation_id),
-        member_id=request.member_id,
+        group_id=text(request.group_id), generation=int(request.generation_id),
+        member_id=text(request.member_id),
         group_instance_id=request.group_instance_id if v >= 3 else None)
     fields: dict[str, Any] = {"error_code": error}
     if v >= 1:
@@ -108,10 +115,11 @@ def leave_group(ctx: RequestContext, request: Any) -> Any:
     """LeaveGroup (see the module docstring)."""
     v = ctx.version
     if v < 3:
-        members = [(request.member_id, None)]
+        members = [(text(request.member_id), None)]
     else:
-        members = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, results = coordinator_of(ctx).leave(group_id=request.group_id, members=members)
+        members = [(text(m.member_id), m.group_instance_id) for m in request.members or []]
+    error, results = coordinator_of(ctx).leave(group_id=text(request.group_id),
+                                               members=members)
     fields: dict[str, Any] = {}
     if v < 3:
         fields["error_code"] = error or (results[0][2] if results else NONE)
@@ -130,8 +138,8 @@ def leave_group(ctx: RequestContext, request: Any) -> Any:
 def list_groups(ctx: RequestContext, request: Any) -> Any:
     """ListGroups: the groups this broker coordinates (AdminClient asks every broker)."""
     v = ctx.version
-    states = list(request.states_filter or []) if v >= 4 else []
-    types = {t.lower() for t in (request.types_filter or [])} if v >= 5 else set()
+    states = [text(x) for x in request.states_filter or []] if v >= 4 else []
+    types = {text(t).lower() for t in (request.types_filter or [])} if v >= 5 else set()
     groups = [] if types and "classic" not in types else \
         coordinator_of(ctx).list_groups(states)
     cls = response_class(LIST_GROUPS_KEY, v)
@@ -156,7 +164,7 @@ def describe_groups(ctx: RequestContext, request: Any) -> Any:
     ops = (set(GROUP_OPS) if v >= 3 and request.include_authorized_operations
            else OPS_NOT_REQUESTED)
     out = []
-    for group_id in request.groups:
+    for group_id in map(text, request.groups or []):
         d = coordinator.describe(group_id)
         error, message = d.error, d.message
         if v >= 6 and not error and d.state == "Dead":
@@ -182,5 +190,5 @@ def delete_groups(ctx: RequestContext, request: Any) -> Any:
     coordinator = coordinator_of(ctx)
     cls = response_class(DELETE_GROUPS_KEY, ctx.version)
     results = [cls.DeletableGroupResult(group_id=g, error_code=coordinator.delete_group(g))
-               for g in request.groups_names]
+               for g in map(text, request.groups_names or [])]
     return cls(throttle_time_ms=0, results=results)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from kafka_tiers.kafka.apis.groups import text
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.groups.coordinator import CommitEntry, coordinator_of
@@ -34,21 +35,22 @@ OFFSET_DELETE_KEY = 47
 def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """OffsetCommit (see the module docstring)."""
     v = ctx.version
-    entries = [CommitEntry(t.name, int(p.partition_index), int(p.committed_offset),
+    topics_in = [(text(t.name), t.partitions or []) for t in request.topics or []]
+    entries = [CommitEntry(name, int(p.partition_index), int(p.committed_offset),
                            int(p.committed_leader_epoch) if v >= 6 else -1,
                            p.committed_metadata)
-               for t in request.topics for p in t.partitions]
+               for name, parts in topics_in for p in parts]
     errors = coordinator_of(ctx).commit(
-        group_id=request.group_id, generation=int(request.generation_id_or_member_epoch),
-        member_id=request.member_id or "",
+        group_id=text(request.group_id), generation=int(request.generation_id_or_member_epoch),
+        member_id=text(request.member_id),
         group_instance_id=request.group_instance_id if v >= 7 else None, entries=entries)
     cls = response_class(OFFSET_COMMIT_KEY, v)
     tcls = cls.OffsetCommitResponseTopic
     pcls = tcls.OffsetCommitResponsePartition
-    topics = [tcls(name=t.name, partitions=[
+    topics = [tcls(name=name, partitions=[
         pcls(partition_index=p.partition_index,
-             error_code=errors.get((t.name, int(p.partition_index)), NONE))
-        for p in t.partitions]) for t in request.topics]
+             error_code=errors.get((name, int(p.partition_index)), NONE))
+        for p in parts]) for name, parts in topics_in]
     fields: dict[str, Any] = {"topics": topics}
     if v >= 3:
         fields["throttle_time_ms"] = 0
@@ -58,8 +60,8 @@ def offset_commit(ctx: RequestContext, request: Any) -> Any:
 def _fetch_group(ctx: RequestContext, group_id: str, topics: Any
                  ) -> tuple[int, list[tuple[str, list[tuple[int, OffsetValue | None]]]]]:
     """One group's committed offsets: (error, [(topic, [(partition, value)])])."""
-    wanted = None if topics is None else [(t.name, int(p)) for t in topics
-                                          for p in t.partition_indexes]
+    wanted = None if topics is None else [(text(t.name), int(p)) for t in topics
+                                          for p in t.partition_indexes or []]
     try:
         found = coordinator_of(ctx).fetch_offsets(group_id, wanted)
     except GroupError as exc:
@@ -80,17 +82,17 @@ def offset_fetch(ctx: RequestContext, request: Any) -> Any:
         tcls = gcls.OffsetFetchResponseTopics
         pcls = tcls.OffsetFetchResponsePartitions
         groups = []
-        for g in request.groups:
-            error, found = _fetch_group(ctx, g.group_id, g.topics)
-            groups.append(gcls(group_id=g.group_id, error_code=error, topics=[
+        for g in request.groups or []:
+            error, found = _fetch_group(ctx, text(g.group_id), g.topics)
+            groups.append(gcls(group_id=text(g.group_id), error_code=error, topics=[
                 tcls(name=t, partitions=[_partition(pcls, n, val) for n, val in parts])
                 for t, parts in found]))
         return cls(throttle_time_ms=0, groups=groups)
-    error, found = _fetch_group(ctx, request.group_id, request.topics)
+    error, found = _fetch_group(ctx, text(request.group_id), request.topics)
     tcls = cls.OffsetFetchResponseTopic
     pcls = tcls.OffsetFetchResponsePartition
     if error and v < 2:  # no top-level error field: each partition carries it
-        found = [(t.name, [(int(p), None) for p in t.partition_indexes])
+        found = [(text(t.name), [(int(p), None) for p in t.partition_indexes or []])
                  for t in (request.topics or [])]
     topics = [tcls(name=t, partitions=[_partition(pcls, n, val, error if v < 2 else NONE)
                                        for n, val in parts])
@@ -118,15 +120,16 @@ def offset_delete(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(OFFSET_DELETE_KEY, 0)
     tcls = cls.OffsetDeleteResponseTopic
     pcls = tcls.OffsetDeleteResponsePartition
-    wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
+    topics_in = [(text(t.name), t.partitions or []) for t in request.topics or []]
+    wanted = [(name, int(p.partition_index)) for name, parts in topics_in for p in parts]
     try:
-        errors = coordinator_of(ctx).delete_offsets(request.group_id, wanted)
+        errors = coordinator_of(ctx).delete_offsets(text(request.group_id), wanted)
         top = NONE
     except GroupError as exc:
         errors, top = {}, exc.kafka_error_code
     topics = [] if top else [
-        tcls(name=t.name, partitions=[
+        tcls(name=name, partitions=[
             pcls(partition_index=p.partition_index,
-                 error_code=errors.get((t.name, int(p.partition_index)), NONE))
-            for p in t.partitions]) for t in request.topics]
+                 error_code=errors.get((name, int(p.partition_index)), NONE))
+            for p in parts]) for name, parts in topics_in]
     return cls(error_code=top, throttle_time_ms=0, topics=topics)

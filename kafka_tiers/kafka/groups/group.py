@@ -362,9 +362,10 @@ def subscription_topics(metadata: bytes) -> set[str] | None:
         return None
 
 
-def protocols_of(items: Sequence[Any]) -> Protocols:
+def protocols_of(items: Sequence[Any] | None) -> Protocols:
     """A JoinGroup request's protocols as ``((name, metadata), ...)``."""
-    return tuple((str(p.name), bytes(p.metadata or b"")) for p in items)
+    return tuple((p.name if p.name is not None else "", bytes(p.metadata or b""))
+                 for p in items or ())
 
 
 __all__ = ["Group", "GroupState", "JoinResult", "Member", "Protocols", "SyncResult",
