@@ -1,0 +1,479 @@
+"""Kafka wire benchmark: real clients (confluent-kafka / librdkafka) against kafka-tiers brokers
+run as ``kafka-tiers cluster start`` processes on loopback, each figure next to a baseline
+measured in the same run on the same machine.
+
+* produce: a confluent-kafka producer, 1 KiB records, ``acks=1``, batches of 1 MiB (linger),
+  one partition on one broker: MB/s of record values; baseline: the log engine's own
+  ``Log.append`` of the very batches the broker wrote (read back from its segment files).
+  Goal: at least 0.6x.
+* consume from local segments: a confluent-kafka consumer reading a partition of 1 GiB (32 MiB
+  with ``--quick``) from offset 0: MB/s of segment bytes; baseline: ``os.sendfile`` of the same
+  segment files to a loopback TCP socket drained by a reader thread (the physical limit here).
+  Goal: at least 0.5x.
+* consume from the remote tier (the local storage plugin, then S3 on moto): a tiered topic
+  whose segments were copied and deleted locally, read from offset 0 to the end of the remote
+  tier: MB/s of segment bytes; baseline: the plugin's plain ``fetch_log_segment`` of the same
+  segments, read whole in 1 MiB chunks. Goal: at least 0.7x each.
+* produce latency: ``acks=all`` on a 3-broker cluster (replication factor 3,
+  ``min.insync.replicas=2``) at a fixed 5,000 records/s of 1 KiB: p50 and p99 of librdkafka's
+  per-record latency (produce() to acknowledgement). Goal: p99 < 50 ms.
+
+Every broker runs in its own process (``python -m kafka_tiers cluster start``), so the
+benchmark's Python loop never competes with a broker for the interpreter. Servers and brokers
+are always stopped; the S3 server is the project's moto test server (``tests/servers``).
+
+Usage: ``python benchmarks/wire.py [--quick] [--skip-s3]``. The last line printed is one JSON
+object with the figures (``goal_met``: every goal met).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the S3 test server lives in tests/servers
+
+from kafka_tiers.api import TopicPartition  # noqa: E402
+from kafka_tiers.cluster.client import ClusterClient  # noqa: E402
+from kafka_tiers.log.config import LogConfig  # noqa: E402
+from kafka_tiers.log.log import Log  # noqa: E402
+from kafka_tiers.log.records import ProducerRecord, build_batch  # noqa: E402
+
+MIB = 1 << 20
+RECORD = 1024
+BATCH_BYTES = MIB
+_BATCH_HEAD = struct.Struct(">qi")
+
+GOALS = {"produce_ratio": 0.6, "consume_local_ratio": 0.5, "consume_remote_ratio": 0.7,
+         "latency_p99_ms": 50.0}
+
+
+# ------------------------------------------------------------------ broker processes
+
+@contextlib.contextmanager
+def cluster_process(directory: Path, brokers: int, settings: dict[str, str],
+                    timeout: float = 120.0) -> Iterator[dict[str, Any]]:
+    """``kafka-tiers cluster start`` in its own process; yields its JSON "running" event
+    (``bootstrap_servers``, ``brokers`` with ``internal_address``). Stopped with SIGINT (then
+    SIGKILL after a minute) on exit."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", str(brokers),
+           "--dir", str(directory), "--format", "json", "--status-interval", "3600",
+           "--log-level", "WARNING"]
+    for key, value in settings.items():
+        cmd += ["--set", f"{key}={value}"]
+    err = open(directory / "cluster.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                            cwd=str(ROOT), start_new_session=True)
+    err.close()
+    running: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            with contextlib.suppress(ValueError):
+                event = json.loads(raw)
+                if isinstance(event, dict) and event.get("event") == "running":
+                    running.update(event)
+                    ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (directory / "cluster.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"cluster start did not run (exit {proc.poll()}):\n{tail}")
+        yield running
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def admin(running: dict[str, Any]) -> ClusterClient:
+    return ClusterClient([b["internal_address"] for b in running["brokers"]], timeout=60)
+
+
+def partition_dir(directory: Path, broker: int, topic: str) -> Path:
+    return directory / f"broker-{broker}" / "data-0" / f"{topic}-0"
+
+
+def segment_files(pdir: Path) -> list[Path]:
+    return sorted(pdir.glob("*.log"))
+
+
+def split_batches(data: bytes) -> list[bytes]:
+    """The record batches of a segment file's bytes."""
+    out, pos = [], 0
+    while pos + _BATCH_HEAD.size <= len(data):
+        _, length = _BATCH_HEAD.unpack_from(data, pos)
+        end = pos + 12 + length
+        if length <= 0 or end > len(data):
+            break
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def values(n: int = 64) -> list[bytes]:
+    return [os.urandom(RECORD // 2).hex().encode() for _ in range(n)]
+
+
+def batches_of(total: int) -> list[bytes]:
+    """Record batches of ~1 MiB (1 KiB records) adding up to ``total`` bytes of values."""
+    vals = values()
+    per = BATCH_BYTES // (RECORD + 16)
+    now = int(time.time() * 1000)
+    one = build_batch([ProducerRecord(vals[i % len(vals)], None, (), now) for i in range(per)])
+    return [one] * max(1, total // (per * RECORD))
+
+
+def produce_batches(client: ClusterClient, topic: str, batches: list[bytes]) -> int:
+    """Append the batches through the internal protocol; returns how many records."""
+    records = 0
+    for b in batches:
+        client.produce(topic, 0, b, acks=1, timeout=60, retries=3)
+        records += struct.unpack_from(">i", b, 57)[0]
+    return records
+
+
+# ------------------------------------------------------------------ produce
+
+def bench_produce(work: Path, total: int) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    d = work / "produce"
+    with cluster_process(d, 1, {}) as running:
+        cl = admin(running)
+        try:
+            cl.create_topic("produce", 1, 1, {"segment.bytes": str(1 << 30)})
+        finally:
+            cl.close()
+        vals = values()
+        n = total // RECORD
+        producer = Producer({"bootstrap.servers": running["bootstrap_servers"], "acks": 1,
+                             "linger.ms": 50, "batch.size": BATCH_BYTES,
+                             "message.max.bytes": BATCH_BYTES + 12,
+                             "batch.num.messages": 1_000_000, "compression.type": "none",
+                             "queue.buffering.max.kbytes": 1 << 20,
+                             "queue.buffering.max.messages": 2_000_000,
+                             "enable.idempotence": False, "socket.timeout.ms": 10000})
+        failed: list[str] = []
+
+        def report(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failed.append(str(err))
+
+        start = time.perf_counter()
+        for i in range(n):
+            while True:
+                try:
+                    producer.produce("produce", value=vals[i & 63], partition=0,
+                                     on_delivery=report)
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+            if i & 1023 == 0:
+                producer.poll(0)
+        left = producer.flush(300)
+        elapsed = time.perf_counter() - start
+        producer.close()
+        if left or failed:
+            raise RuntimeError(f"produce: {left} undelivered, errors {failed[:3]}")
+        files = segment_files(partition_dir(d, 1, "produce"))
+        batches = [b for f in files for b in split_batches(f.read_bytes())]
+    wire_rate = n * RECORD / MIB / elapsed
+    # baseline: the log engine appends the very same batches
+    base_dir = work / "append" / "produce-0"
+    log = Log.open(base_dir, LogConfig(segment_bytes=1 << 30))
+    try:
+        start = time.perf_counter()
+        for b in batches:
+            log.append(b, leader_epoch=0)
+        append_s = time.perf_counter() - start
+    finally:
+        log.close()
+        shutil.rmtree(base_dir.parent, ignore_errors=True)
+    append_rate = n * RECORD / MIB / append_s
+    return {"produce_mb_s": round(wire_rate, 1), "log_append_mb_s": round(append_rate, 1),
+            "produce_ratio": round(wire_rate / append_rate, 3), "produce_records": n,
+            "produce_batches": len(batches),
+            "produce_avg_batch_kib": round(sum(map(len, batches)) / len(batches) / 1024, 1)}
+
+
+# ------------------------------------------------------------------ consume
+
+def consume(bootstrap: str, topic: str, last_offset: int, timeout: float = 600.0) -> float:
+    """Seconds for a confluent-kafka consumer to read offsets 0..``last_offset``."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import TopicPartition as CkTp
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "wire-bench",
+                         "enable.auto.commit": False, "fetch.max.bytes": 64 * MIB,
+                         "max.partition.fetch.bytes": 32 * MIB, "fetch.wait.max.ms": 50,
+                         "queued.max.messages.kbytes": 512 * 1024,
+                         "socket.receive.buffer.bytes": 4 * MIB})
+    try:
+        consumer.assign([CkTp(topic, 0, OFFSET_BEGINNING)])
+        start = time.perf_counter()
+        last = -1
+        deadline = start + timeout
+        while last < last_offset:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"consume {topic}: at offset {last} of {last_offset} "
+                                   f"after {timeout}s")
+            msgs = consumer.consume(20000, 1.0)
+            for m in msgs:
+                if m.error() is not None:
+                    raise RuntimeError(f"consume {topic}: {m.error()}")
+            if msgs:
+                last = msgs[-1].offset()
+        return time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
+def sendfile_seconds(files: list[Path]) -> float:
+    """Seconds to ``os.sendfile`` the files to a loopback TCP socket drained by a thread."""
+    total = sum(f.stat().st_size for f in files)
+    server = socket.create_server(("127.0.0.1", 0))
+    got = [0]
+
+    def drain() -> None:
+        conn, _ = server.accept()
+        buf = bytearray(4 * MIB)
+        with conn:
+            while got[0] < total:
+                k = conn.recv_into(buf)
+                if not k:
+                    break
+                got[0] += k
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    with socket.create_connection(server.getsockname()) as out:
+        start = time.perf_counter()
+        for f in files:
+            with open(f, "rb") as src:
+                offset, size = 0, f.stat().st_size
+                while offset < size:
+                    offset += os.sendfile(out.fileno(), src.fileno(), offset, size - offset)
+        t.join(300)
+        elapsed = time.perf_counter() - start
+    server.close()
+    if got[0] != total:
+        raise RuntimeError(f"sendfile baseline: {got[0]} of {total} bytes arrived")
+    return elapsed
+
+
+def bench_consume_local(work: Path, total: int) -> dict[str, Any]:
+    d = work / "local"
+    with cluster_process(d, 1, {}) as running:
+        cl = admin(running)
+        try:
+            cl.create_topic("local", 1, 1, {"segment.bytes": str(256 * MIB)})
+            records = produce_batches(cl, "local", batches_of(total))
+        finally:
+            cl.close()
+        files = segment_files(partition_dir(d, 1, "local"))
+        size = sum(f.stat().st_size for f in files)
+        wire_s = min(consume(running["bootstrap_servers"], "local", records - 1)
+                     for _ in range(2))
+        base_s = min(sendfile_seconds(files) for _ in range(3))
+    wire = size / MIB / wire_s
+    base = size / MIB / base_s
+    return {"consume_local_mb": round(size / MIB, 1), "consume_local_mb_s": round(wire, 1),
+            "sendfile_mb_s": round(base, 1), "consume_local_ratio": round(wire / base, 3)}
+
+
+def bench_consume_remote(work: Path, total: int, name: str, plugin: str,
+                         rsm: dict[str, str]) -> dict[str, Any]:
+    from kafka_tiers.plugins import load_remote_storage
+
+    d = work / f"remote-{name}"
+    settings = {"remote.log.storage.enable": "true", "remote.storage.manager.class": plugin,
+                "remote.log.manager.task.interval.ms": "500",
+                **{f"rsm.config.{k}": v for k, v in rsm.items()}}
+    segment = max(MIB, min(16 * MIB, total // 8))
+    store = load_remote_storage(plugin, rsm)
+    tp = TopicPartition("remote", 0)
+    try:
+        with cluster_process(d, 1, settings) as running:
+            cl = admin(running)
+            try:
+                cl.create_topic("remote", 1, 1, {"remote.storage.enable": "true",
+                                                 "segment.bytes": str(segment),
+                                                 "local.retention.bytes": "0"})
+                produce_batches(cl, "remote", batches_of(total))
+            finally:
+                cl.close()
+            pdir = partition_dir(d, 1, "remote")
+            deadline = time.monotonic() + 600
+            while True:  # every rolled segment copied, and deleted locally
+                segs = store.list_remote_segments(tp)
+                local = segment_files(pdir)
+                if segs and len(local) == 1 and \
+                        segs[-1].end_offset + 1 == int(local[0].name.split(".")[0]):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"remote {name}: not tiered in time ({len(segs)} "
+                                       f"remote, {len(local)} local segments)")
+                time.sleep(0.2)
+            size = sum(s.segment_size_in_bytes for s in segs)
+            wire_s = min(consume(running["bootstrap_servers"], "remote", segs[-1].end_offset)
+                         for _ in range(2))
+
+        def plain() -> float:
+            start = time.perf_counter()
+            for md in segs:
+                with store.fetch_log_segment(md, 0) as f:
+                    while f.read(MIB):
+                        pass
+            return time.perf_counter() - start
+
+        base_s = min(plain() for _ in range(3))
+    finally:
+        store.close()
+    wire = size / MIB / wire_s
+    base = size / MIB / base_s
+    return {f"consume_remote_{name}_mb": round(size / MIB, 1),
+            f"consume_remote_{name}_mb_s": round(wire, 1),
+            f"fetch_log_segment_{name}_mb_s": round(base, 1),
+            f"consume_remote_{name}_ratio": round(wire / base, 3),
+            f"consume_remote_{name}_segments": len(segs)}
+
+
+# ------------------------------------------------------------------ latency
+
+def bench_latency(work: Path, seconds: float, rate: int = 5000) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    d = work / "latency"
+    with cluster_process(d, 3, {"min.insync.replicas": "2"}) as running:
+        cl = admin(running)
+        try:
+            cl.create_topic("latency", 1, 3)
+        finally:
+            cl.close()
+        producer = Producer({"bootstrap.servers": running["bootstrap_servers"], "acks": "all",
+                             "linger.ms": 0, "enable.idempotence": True,
+                             "socket.timeout.ms": 10000})
+        lat: list[float] = []
+        failed: list[str] = []
+
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                failed.append(str(err))
+            else:
+                lat.append(msg.latency())
+
+        vals = values()
+        # warm-up: connections, metadata, producer id
+        producer.produce("latency", value=vals[0], partition=0)
+        producer.flush(30)
+        n = int(seconds * rate)
+        start = time.perf_counter()
+        for i in range(n):
+            due = start + i / rate
+            while True:
+                now = time.perf_counter()
+                if now >= due:
+                    break
+                producer.poll(min(0.001, due - now))
+            producer.produce("latency", value=vals[i & 63], partition=0, on_delivery=report)
+        producer.flush(60)
+        elapsed = time.perf_counter() - start
+        producer.close()
+    if failed or len(lat) != n:
+        raise RuntimeError(f"latency: {len(lat)} of {n} acknowledged; errors {failed[:3]}")
+    lat.sort()
+    ms = [x * 1000 for x in lat]
+    return {"latency_records": n, "latency_rate": round(n / elapsed),
+            "latency_p50_ms": round(statistics.median(ms), 2),
+            "latency_p99_ms": round(ms[int(len(ms) * 0.99) - 1], 2),
+            "latency_max_ms": round(ms[-1], 2)}
+
+
+# ------------------------------------------------------------------ main
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--skip-s3", action="store_true", help="leave out the S3 remote tier")
+    args = parser.parse_args(argv)
+    q = args.quick
+    result: dict[str, Any] = {"benchmark": "wire", "quick": q,
+                              "goal": "produce >= 0.6x log append; local consume >= 0.5x "
+                                      "sendfile; remote consume >= 0.7x fetch_log_segment; "
+                                      "acks=all p99 < 50 ms at 5,000 records/s"}
+    skipped: dict[str, str] = {}
+    work = Path(tempfile.mkdtemp(prefix="kt-wire-"))
+    try:
+        result.update(bench_produce(work, (16 if q else 256) * MIB))
+        result.update(bench_consume_local(work, (32 if q else 1024) * MIB))
+        result.update(bench_consume_remote(work, (8 if q else 256) * MIB, "local", "local",
+                                           {"dir": str(work / "remote-store")}))
+        if args.skip_s3:
+            skipped["s3"] = "--skip-s3"
+        else:
+            try:
+                from tests.servers.moto_s3 import MotoS3Server
+
+                server = MotoS3Server()
+                server.start()
+            except Exception as exc:  # no moto here: say so, the goal is then not met
+                skipped["s3"] = f"{type(exc).__name__}: {exc}"
+            else:
+                try:
+                    rsm = {"s3.bucket.name": server.create_bucket(), "s3.endpoint.url":
+                           server.url, "s3.region": "us-east-1",
+                           "s3.path.style.access.enabled": "true",
+                           "aws.access.key.id": "testing", "aws.secret.access.key": "testing"}
+                    result.update(bench_consume_remote(work, (8 if q else 128) * MIB, "s3",
+                                                       "s3", rsm))
+                finally:
+                    server.close()
+        result.update(bench_latency(work, 2.0 if q else 20.0))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    met = {
+        "produce": result["produce_ratio"] >= GOALS["produce_ratio"],
+        "consume_local": result["consume_local_ratio"] >= GOALS["consume_local_ratio"],
+        "consume_remote_local": result["consume_remote_local_ratio"]
+        >= GOALS["consume_remote_ratio"],
+        "consume_remote_s3": result.get("consume_remote_s3_ratio", 0.0)
+        >= GOALS["consume_remote_ratio"],
+        "latency": result["latency_p99_ms"] < GOALS["latency_p99_ms"],
+    }
+    result["goals"] = met
+    result["skipped"] = skipped
+    result["goal_met"] = all(met.values())
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
