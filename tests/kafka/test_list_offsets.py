@@ -107,29 +107,35 @@ def test_every_version_lists_latest_earliest_and_by_timestamp(
 
 
 def test_consumers_see_up_to_the_high_watermark(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    b = make_kafka_broker(background=False)
+    b.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    b.produce(tp, [(None, b"a", (), ts(0))])
+    lg = b.log(tp)
+    lg.append(_batch_at(ts(1)), leader_epoch=0)  # appended, not committed
+    assert (lg.high_watermark, lg.log_end_offset) == (1, 2)
+    boot = b.bootstrap_servers
+    for isolation in (0, 1):  # read_committed: the last stable offset, the same here
+        assert one(boot, 7, "t", LATEST, isolation=isolation)[2] == 1
+    assert one(boot, 7, "t", ts(1)) == (NONE, -1, -1, -1)  # past the high watermark
+    assert one(boot, 7, "t", MAX_TIMESTAMP) == (NONE, -1, -1, -1)
+    assert one(boot, 7, "t", LATEST, replica_id=2)[2] == 2  # a replica's: the log end
+    assert one(boot, 7, "t", ts(1), replica_id=2)[:3] == (NONE, ts(1), 1)
+
+
+def test_a_follower_answers_not_leader_but_a_debugging_request(
         make_kafka_cluster: Callable[..., LocalCluster]) -> None:
-    c = make_kafka_cluster(overrides={"auto.leader.rebalance.enable": "false",
-                                      "replica.lag.time.max.ms": "30000"})
-    c.client().create_topic("t", 1, 2)
+    c = make_kafka_cluster(overrides={"auto.leader.rebalance.enable": "false"})
+    c.client().create_topic("t", 1, 2, assignment={0: [1, 2]})
     leader = c.client().leader("t", 0, refresh=True)
-    follower = next(x for x in c.live if x != leader)
-    boot = c.broker(leader).bootstrap_servers
+    follower = 3 - leader
     tp = TopicPartition("t", 0)
     c.broker(leader).produce(tp, [(None, b"a", (), ts(0))])
-    c.pause(follower)  # in the ISR, not fetching: the high watermark stays
-    try:
-        c.broker(leader).member.replicas.produce(
-            tp, _batch_at(ts(1)), acks=1)
-        lg = c.broker(leader).log(tp)
-        assert (lg.high_watermark, lg.log_end_offset) == (1, 2)
-        for isolation in (0, 1):  # read_committed: the last stable offset, the same here
-            assert one(boot, 7, "t", LATEST, isolation=isolation)[2] == 1
-        assert one(boot, 7, "t", ts(1)) == (NONE, -1, -1, -1)  # past the high watermark
-        assert one(boot, 7, "t", LATEST, replica_id=follower)[2] == 2  # a replica: the end
-    finally:
-        c.resume(follower)
+    c.wait_until(lambda: c.broker(follower).log_manager.get_log(tp) is not None, 10,
+                 "the follower's replica")
+    assert one(c.broker(leader).bootstrap_servers, 7, "t", LATEST)[:3] == (NONE, -1, 1)
     assert one(c.broker(follower).bootstrap_servers, 7, "t", LATEST)[0] == NOT_LEADER
-    # a debugging request may ask a follower
     assert one(c.broker(follower).bootstrap_servers, 7, "t", EARLIEST,
                replica_id=-2)[:3] == (NONE, -1, 0)
 

@@ -274,7 +274,8 @@ def test_acks_zero_closes_the_connection_on_an_error(
 
 def _leader_and_follower(c: LocalCluster, topic: str, partition: int) -> tuple[int, int]:
     leader = c.client().leader(topic, partition, refresh=True)
-    follower = next(b for b in c.live if b != leader)
+    md = c.broker(leader).member.metadata
+    follower = next(b for b in md.topic(topic).partitions[partition] if b != leader)
     return leader, follower
 
 
