@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import kafka_tiers.kafka  # noqa: F401 - imports kafka-python quietly (see that package)
 from kafka_tiers.api.errors import KafkaTiersError
 
 #: seconds a command waits for the cluster (bootstrap, one request) by default

@@ -16,3 +16,17 @@ produce to, consume from and administer a kafka-tiers broker or cluster unchange
   responses written as bytes or sent from segment files with ``os.sendfile``.
 - :mod:`.apis`: one module per API family, each registering its handlers.
 """
+
+import warnings as _warnings
+
+# kafka-python's schema loader calls importlib.resources' deprecated read_text once per message
+# class at import (over a hundred DeprecationWarnings on Python 3.11): imported here, once and
+# quietly, before any module of this package (or the CLI) uses it, so a user's test run or a
+# plugin author's conformance run is not flooded with warnings that are not theirs.
+with _warnings.catch_warnings():
+    _warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka as _kafka  # noqa: F401
+    import kafka.protocol.admin
+    import kafka.protocol.consumer
+    import kafka.protocol.metadata
+    import kafka.protocol.producer  # noqa: F401

@@ -166,3 +166,15 @@ def test_cluster_members_register_their_advertised_listeners(tmp_path: Path) -> 
         regs = md.live_brokers()
         assert sorted(f"{r.endpoint('PLAINTEXT')[0]}:{r.endpoint('PLAINTEXT')[1]}"
                       for r in regs.values()) == sorted(boots)
+
+
+def test_importing_the_listener_and_the_cli_raises_no_warning() -> None:
+    """kafka-python's schema loader warns once per message class on import: a plugin
+    author's conformance run or a user's test run must not see those warnings."""
+    import subprocess
+    import sys
+    code = ("import kafka_tiers.kafka.registry as r; r.apis(); "
+            "import kafka_tiers.cli.kafka_admin; import kafka_tiers.broker.broker")
+    run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
