@@ -9,7 +9,7 @@ standalone broker is a one-broker cluster that leads every partition it holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api import KafkaTiersError, TopicPartition
 
@@ -62,6 +62,7 @@ class ClusterState:
         self.listener = listener
         member = broker.member
         self._md = member.metadata if member is not None else None
+        self._local_topics: dict[str, Any] | None = None
 
     @property
     def clustered(self) -> bool:
@@ -112,7 +113,9 @@ class ClusterState:
     def topic(self, name: str) -> TopicView | None:
         """One topic, or None when it does not exist."""
         if self._md is None:
-            info = self.broker.topics().get(name)
+            if self._local_topics is None:  # one copy per request, not one per topic
+                self._local_topics = self.broker.topics()
+            info = self._local_topics.get(name)
             if info is None:
                 return None
             me = self.broker.broker_id

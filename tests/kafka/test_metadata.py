@@ -392,3 +392,22 @@ def test_real_clients_list_topics(kafka_target: Any) -> None:
             await client.stop()
 
     assert asyncio.run(aio()) == {0, 1}
+
+
+def test_a_standalone_metadata_request_copies_the_topic_map_once(
+        make_kafka_broker: Callable[..., Broker], monkeypatch: pytest.MonkeyPatch) -> None:
+    b = make_kafka_broker(background=False)
+    for i in range(30):
+        b.create_topic(f"t{i}", 1)
+    calls = []
+    real = b.topics
+
+    def counted() -> Any:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(b, "topics", counted)
+    with RawConnection(b.bootstrap_servers) as conn:
+        resp = conn.call(METADATA, 9, topics=None, allow_auto_topic_creation=False)
+    assert len(resp.topics) == 30
+    assert len(calls) <= 2  # the names, then the topics: not one copy per topic
