@@ -1220,6 +1220,8 @@ class Controller:
             try:
                 (_, version) = self.store.multi([self._guard(), Op.set(
                     topic_path(asg.topic), new.to_json(), asg.version)])
+            except NoNodeError:  # deleted meanwhile: nothing to give an id to
+                return asg
             except BadVersionError as exc:
                 if exc.path == CONTROLLER_EPOCH:
                     raise ControllerMovedError("another controller was elected") from None
