@@ -14,7 +14,7 @@ from typing import Any
 import aiokafka
 import kafka
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafka_tiers.broker.broker import Broker
@@ -22,7 +22,7 @@ from kafka_tiers.broker.topics import TOPICS_FILE
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from kafka_tiers.cluster.metadata_store import TopicAssignment, topic_path
 from kafka_tiers.kafka.topic_ids import topic_id, topic_name
-from tests.kafka.clients import aiokafka_common
+from tests.kafka.clients import aiokafka_common, confluent_producer_conf
 from tests.kafka.raw_requests import RawConnection, request_class
 
 
@@ -411,3 +411,21 @@ def test_a_standalone_metadata_request_copies_the_topic_map_once(
         resp = conn.call(METADATA, 9, topics=None, allow_auto_topic_creation=False)
     assert len(resp.topics) == 30
     assert len(calls) <= 2  # the names, then the topics: not one copy per topic
+
+
+def test_a_producer_creates_its_topic_when_auto_creation_is_on(
+        make_kafka_cluster: Callable[..., LocalCluster]) -> None:
+    c = make_kafka_cluster(overrides={"auto.create.topics.enable": "true",
+                                      "num.partitions": "2",
+                                      "default.replication.factor": "3"})
+    p = Producer(confluent_producer_conf(c.bootstrap_servers, acks="all",
+                                         enable_idempotence=False))
+    errors: list[Any] = []
+    for i in range(10):
+        p.produce("made-by-producer", value=b"v%d" % i,
+                  on_delivery=lambda err, _msg: errors.append(err))
+    assert p.flush(20) == 0
+    assert errors == [None] * 10
+    asg = c.broker(1).member.metadata.topic("made-by-producer")
+    assert asg is not None and sorted(asg.partitions) == [0, 1]
+    assert all(sorted(r) == [1, 2, 3] for r in asg.partitions.values())
