@@ -313,11 +313,13 @@ def test_auto_creation_when_enabled_and_allowed_standalone(
     assert b.topic("auto").partitions == 4
 
 
+@pytest.mark.parametrize("transport", ["loopback", "tcp"])
 def test_auto_creation_in_a_cluster_goes_through_the_controller_and_placer(
-        make_kafka_cluster: Callable[..., LocalCluster]) -> None:
+        make_kafka_cluster: Callable[..., LocalCluster], transport: str) -> None:
     c = make_kafka_cluster(overrides={"auto.create.topics.enable": "true",
                                       "num.partitions": "3",
-                                      "default.replication.factor": "2"})
+                                      "default.replication.factor": "2"},
+                           transport=transport)
     with RawConnection(c.bootstrap_servers) as conn:
         first = conn.call(METADATA, 12, topics=_names(12, ["auto"]),
                           allow_auto_topic_creation=True)
