@@ -598,7 +598,8 @@ class ClusterMetadata:
                 for tp, st in fresh:
                     one(tp, st)
 
-        results = self.store.multi_many([ops(chunk) for chunk in chunks if chunk])
+        chunks = [chunk for chunk in chunks if chunk]  # nothing to write: no multi at all
+        results = self.store.multi_many([ops(chunk) for chunk in chunks])
         for chunk, result in zip(chunks, results, strict=True):
             if isinstance(result, BadVersionError | NoNodeError):
                 guarded(result)

@@ -181,6 +181,18 @@ def test_a_batch_with_stale_states_is_rewritten_once_without_them(stores: tuple)
         assert (got.leader, got.isr) == ((1, (1,)) if p == 3 else (2, (2,)))
 
 
+def test_writing_no_states_writes_nothing(stores: tuple) -> None:
+    """A controller whose retry finds every stale state already as it wants it writes an empty
+    batch: nothing, and no error (a failover raced by leaders' ISR writes failed its whole
+    BrokersChanged event with a zip length error, electing no new leader)."""
+    make, _ = stores
+    md = ClusterMetadata(make())
+    md.ensure_layout()
+    assert md.try_become_controller(1) == 1
+    assert md.write_states({}, batch=True) == ({}, [])
+    assert md.write_states({}, batch=False) == ({}, [])
+
+
 def test_embedded_store_survives_a_restart_and_a_torn_journal(tmp_path: Path) -> None:
     server = EmbeddedMetadataServer(tmp_path / "m")
     s = EmbeddedStore(server)
