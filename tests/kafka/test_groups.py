@@ -197,6 +197,8 @@ def test_rebalance_with_three_members_and_heartbeats(broker: Broker) -> None:
     a.join()
     a.sync([(a.member_id, b"all")])
     b, c = RawMember(boot, "g"), RawMember(boot, "g")
+    assert b.join_once().error_code == 79  # both pending before either joins: one rebalance
+    assert c.join_once().error_code == 79
     tb, tc = b.join_async(), c.join_async()
     wait_for(lambda: a.heartbeat() == 27, what="REBALANCE_IN_PROGRESS on a's heartbeat")
     a.join()
@@ -598,34 +600,58 @@ def test_confluent_group_of_three_every_record_once(
     assert not [e for m in members for e in m.errors]
 
 
+def shared(shares: list[set[int]], partitions: int) -> bool:
+    """Whether every consumer has partitions, none twice, all of them covered."""
+    union = set().union(*shares)
+    return (all(shares) and sum(len(x) for x in shares) == len(union)
+            and union == set(range(partitions)))
+
+
 def test_kafka_python_group(broker: Broker) -> None:
-    """Two kafka-python 3.x consumers in a group split the topic, commit, and a third one
-    started later in the same group reads only what came after the commits."""
+    """Two kafka-python 3.x consumers (each polling in its own thread: a member rejoins only
+    from its poll) split the topic and commit; a third one started later in the same group
+    reads only what came after the commits."""
     from kafka import KafkaConsumer
 
     from tests.kafka.clients import kafka_python_consumer_conf
 
-    values = [f"k{i}".encode() for i in range(30)]
-    _produce(broker.bootstrap_servers, "t", values, 6)
     conf = kafka_python_consumer_conf(broker.bootstrap_servers, "kp", consumer_timeout_ms=500,
                                       enable_auto_commit=False)
-    c1, c2 = KafkaConsumer("t", **conf), KafkaConsumer("t", **conf)
     got: list[bytes] = []
+    shares: list[set[int]] = [set(), set()]
+    done = threading.Event()
+    lock = threading.Lock()
+    failures: list[str] = []
+
+    def member(i: int) -> None:
+        c = KafkaConsumer("t", **conf)
+        try:
+            while not done.is_set():
+                records = c.poll(timeout_ms=100)
+                shares[i] = {tp.partition for tp in c.assignment()}
+                with lock:
+                    got.extend(r.value for batch in records.values() for r in batch)
+            c.commit()
+        except Exception as exc:  # reported by the test
+            failures.append(repr(exc))
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    values = [f"k{i}".encode() for i in range(30)]
     try:
-        deadline = time.monotonic() + 30
-        while len(got) < 30 and time.monotonic() < deadline:
-            for c in (c1, c2):
-                for batch in c.poll(timeout_ms=200).values():
-                    got.extend(r.value for r in batch)
-        assert sorted(got) == sorted(values)
-        assert c1.assignment() and c2.assignment()
-        assert {tp.partition for tp in c1.assignment() | c2.assignment()} == set(range(6))
-        assert not c1.assignment() & c2.assignment()
-        c1.commit()
-        c2.commit()
+        wait_for(lambda: shared(shares, 6), 30, "two consumers sharing the topic")
+        assert got == []  # both in before any record: no partition read twice
+        _produce(broker.bootstrap_servers, "t", values, 6)
+        wait_for(lambda: len(got) >= 30, 20, "30 records")
+        assert shared(shares, 6)
     finally:
-        c1.close()
-        c2.close()
+        done.set()
+        for t in threads:
+            t.join(15)
+    assert sorted(got) == sorted(values) and not failures
     more = [f"m{i}".encode() for i in range(6)]
     _produce(broker.bootstrap_servers, "t", more, 6)
     c3 = KafkaConsumer("t", **conf)
@@ -650,7 +676,6 @@ def test_aiokafka_group(broker: Broker) -> None:
     from tests.kafka.clients import aiokafka_consumer_conf
 
     values = [f"a{i}".encode() for i in range(24)]
-    _produce(broker.bootstrap_servers, "t", values, 6)
 
     async def run() -> tuple[list[bytes], list[set[int]]]:
         conf = aiokafka_consumer_conf(broker.bootstrap_servers, "aio",
@@ -661,16 +686,22 @@ def test_aiokafka_group(broker: Broker) -> None:
             for c in consumers:
                 await c.start()
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+
+            def shares() -> list[set[int]]:
+                return [{tp.partition for tp in c.assignment()} for c in consumers]
+
+            while not shared(shares(), 6):  # both in before any record
+                assert time.monotonic() < deadline, "the consumers did not share the topic"
+                for c in consumers:
+                    await c.getmany(timeout_ms=100)
+            await asyncio.to_thread(_produce, broker.bootstrap_servers, "t", values, 6)
+            while len(got) < 24 and time.monotonic() < deadline:
                 for c in consumers:
                     for batch in (await c.getmany(timeout_ms=200)).values():
                         got.extend(r.value for r in batch)
-                shares = [{tp.partition for tp in c.assignment()} for c in consumers]
-                if len(got) >= 24 and all(shares):
-                    break
             for c in consumers:
                 await c.commit()
-            return got, shares
+            return got, shares()
         finally:
             for c in consumers:
                 await c.stop()
