@@ -316,10 +316,10 @@ def test_committed_offsets_survive_the_coordinators_death(
     boot = cluster.bootstrap_servers
     with coordinator_conn(boot, "fo") as conn:
         assert commit(conn, "fo", {("t", 0): 11, ("t", 2): 22}) == {("t", 0): 0, ("t", 2): 0}
-        old = find_coordinator(conn, "fo").node_id
+        old_c = find_coordinator(conn, "fo")
+    old = old_c.node_id
     cluster.broker(old).kill()
-    survivors = ",".join(a for a in boot.split(",")
-                         if a != f"{cluster_host(cluster, old)}")
+    survivors = ",".join(a for a in boot.split(",") if a != f"{old_c.host}:{old_c.port}")
     deadline = time.monotonic() + 30
     while True:
         with RawConnection(survivors.split(",")[0]) as conn:
@@ -337,11 +337,6 @@ def test_committed_offsets_survive_the_coordinators_death(
             assert time.monotonic() < deadline, error
             time.sleep(0.2)
     assert got == {("t", 0): (11, "", 0), ("t", 1): (-1, "", 0), ("t", 2): (22, "", 0)}
-
-
-def cluster_host(cluster: Any, broker_id: int) -> str:
-    """``host:port`` of a broker's Kafka listener."""
-    return str(cluster.broker(broker_id).bootstrap_servers)
 
 
 def test_confluent_group_survives_its_coordinators_death(
@@ -395,14 +390,15 @@ def test_confluent_group_survives_its_coordinators_death(
         assert sorted(read(consumer, 30, 20)) == sorted(first)
         commit(consumer)
         with RawConnection(boot.split(",")[0]) as conn:
-            old = find_coordinator(conn, "survivor").node_id
+            old_c = find_coordinator(conn, "survivor")
+        old = old_c.node_id
         cluster.broker(old).kill()
         second = produce("b")
         assert sorted(read(consumer, 30, 30)) == sorted(second)
         commit(consumer)
     finally:
         consumer.close()
-    alive = [a for a in boot.split(",") if a != cluster_host(cluster, old)]
+    alive = [a for a in boot.split(",") if a != f"{old_c.host}:{old_c.port}"]
     with RawConnection(alive[0]) as conn:
         c = find_coordinator(conn, "survivor")
     assert c.error_code == 0 and c.node_id != old
