@@ -478,3 +478,22 @@ def test_a_new_leader_loads_its_partitions_before_any_request(
     while not (settled(rest) and sorted(p for b in rest for p in leads(b)) == [0, 1, 2]):
         assert time.monotonic() < deadline, (lost, {b: leads(b) for b in rest})
         time.sleep(0.05)
+
+
+def test_offset_requests_bounded_by_max_request_partitions(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    """OffsetCommit, OffsetFetch and OffsetDelete listing more partitions than
+    max.request.partitions are refused with INVALID_REQUEST; nothing is written."""
+    b = make_kafka_broker(**FAST, **{"max.request.partitions": "3"})
+    b.create_topic("t", 3)
+    b.create_topic("u", 1)
+    with coordinator_conn(b.bootstrap_servers, "bound") as conn:
+        four = {("t", 0): 1, ("t", 1): 1, ("t", 2): 1, ("u", 0): 1}
+        assert commit(conn, "bound", four) == {k: 42 for k in four}
+        assert commit(conn, "bound", {("t", 0): 1}) == {("t", 0): 0}
+        assert fetch(conn, "bound", {"t": [0, 1, 2], "u": [0]})[0] == 42
+        assert fetch(conn, "bound", {"t": [0, 1, 2]})[1][("t", 0)] == (1, "", 0)
+        resp = conn.call(OFFSET_DELETE, 0, group_id="bound",
+                         topics=[("t", [(0,), (1,), (2,)]), ("u", [(0,)])])
+        assert resp.error_code == 42
+        assert fetch(conn, "bound", {"t": [0]})[1] == {("t", 0): (1, "", 0)}

@@ -51,6 +51,7 @@ from kafka_tiers.kafka.groups.errors import (
     INCONSISTENT_GROUP_PROTOCOL,
     INVALID_COMMIT_OFFSET_SIZE,
     INVALID_GROUP_ID,
+    INVALID_REQUEST,
     INVALID_SESSION_TIMEOUT,
     MEMBER_ID_REQUIRED,
     NON_EMPTY_GROUP,
@@ -175,6 +176,7 @@ class GroupCoordinator:
         self.metadata_max_bytes = int(cfg["offset.metadata.max.bytes"])
         self.commit_timeout_s = int(cfg["offsets.commit.timeout.ms"]) / 1000.0
         self.snapshot_min_records = int(cfg["offsets.snapshot.min.records"])
+        self.max_request_partitions = int(cfg["max.request.partitions"])
         self._time = time_fn
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -915,12 +917,15 @@ class GroupCoordinator:
     def commit(self, *, group_id: str, generation: int, member_id: str,
                group_instance_id: str | None, entries: Sequence[CommitEntry]
                ) -> dict[tuple[str, int], int]:
-        """An OffsetCommit; returns each partition's error code."""
+        """An OffsetCommit; returns each partition's error code (every one INVALID_REQUEST
+        when the request lists more than ``max.request.partitions``)."""
         def all_(code: int) -> dict[tuple[str, int], int]:
             return {(e.topic, e.partition): code for e in entries}
 
         if not group_id:
             return all_(INVALID_GROUP_ID)
+        if len(entries) > self.max_request_partitions:
+            return all_(INVALID_REQUEST)
         try:
             part, p = self._owned(group_id)
             group = self._group(p, group_id, create=generation < 0)
@@ -1011,14 +1016,22 @@ class GroupCoordinator:
             return REBALANCE_IN_PROGRESS
         return NONE
 
+    def _check_partitions(self, partitions: Sequence[Any] | None) -> None:
+        if partitions is not None and len(partitions) > self.max_request_partitions:
+            raise GroupError(INVALID_REQUEST,
+                             f"{len(partitions)} partitions in one request exceed "
+                             f"max.request.partitions {self.max_request_partitions}; send "
+                             "several requests")
+
     def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None
                       ) -> list[tuple[str, int, OffsetValue | None]]:
         """Committed offsets of ``partitions`` (None: every committed one).
 
         Raises:
             GroupError: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (a
-                group being deleted).
+                group being deleted), INVALID_REQUEST (more than ``max.request.partitions``).
         """
+        self._check_partitions(partitions)
         _part, p = self._owned(group_id)
         group = self._group(p, group_id, create=False)
         if group is None:
@@ -1035,8 +1048,10 @@ class GroupCoordinator:
         """An OffsetDelete; returns each partition's error.
 
         Raises:
-            GroupError: NOT_COORDINATOR, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP.
+            GroupError: NOT_COORDINATOR, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_REQUEST
+                (more than ``max.request.partitions``).
         """
+        self._check_partitions(partitions)
         part, p = self._owned(group_id)
         group = self._group(p, group_id, create=False)
         if group is None:
