@@ -372,6 +372,12 @@ def test_static_member_rejoin_fences_the_old_id(broker: Broker) -> None:
     assert again.sync().assignment == b"mine"
     assert m.heartbeat() == 82  # FENCED_INSTANCE_ID
     assert again.heartbeat() == 0
+    # an admin removes a static member by its instance id alone (LeaveGroup v3+)
+    with RawConnection(boot) as conn:
+        resp = conn.call(13, 4, group_id="st", members=[("", "instance-1"), ("", "nobody")])
+        assert [(r.group_instance_id, r.error_code) for r in resp.members] == \
+            [("instance-1", 0), ("nobody", 25)]
+        assert describe(conn, "st").group_state == "Empty"
     m.close()
     again.close()
 
