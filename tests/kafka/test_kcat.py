@@ -13,10 +13,13 @@ import re
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cluster.processes import cluster_start
 from tests.kafka.targets import KafkaTarget
 
 PARTITIONS = 3
@@ -121,3 +124,32 @@ def test_kcat_queries_offsets_by_timestamp(kcat: str, target: KafkaTarget) -> No
     # "<topic> [0]  offset 5": the first record at or after the timestamp
     found = re.findall(r"\[0\]\s+offset\s+(-?\d+)", out)
     assert found == ["5"], out
+
+
+def test_kcat_against_a_cluster_start_process(kcat: str, tmp_path: Path) -> None:
+    """``kafka-tiers cluster start`` (3 brokers on the embedded store, in a process of their
+    own) serves kcat from outside: the topic is created with librdkafka's admin client
+    (CreateTopics through the placer), then listed, produced to and consumed."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with cluster_start(tmp_path / "cs") as lines:
+        found = re.search(r"running; bootstrap (\S+)", "".join(lines))
+        assert found, "".join(lines)
+        target = KafkaTarget("process", _Bootstrap(found.group(1)))
+        admin = AdminClient({"bootstrap.servers": target.bootstrap_servers,
+                             "socket.timeout.ms": 5000})
+        admin.create_topics([NewTopic("cs-topic", PARTITIONS, 3)],
+                            request_timeout=15)["cs-topic"].result(20)
+        md = metadata(kcat, target)
+        assert len(md["brokers"]) == 3
+        [t] = [t for t in md["topics"] if t["topic"] == "cs-topic"]
+        assert all(len(p["replicas"]) == 3 for p in t["partitions"])
+        lines_in = [f"k{i}:v{i}" for i in range(60)]
+        produce_lines(kcat, target, "cs-topic", lines_in)
+        got = consume_all(kcat, target, "cs-topic")
+        assert sorted(f"{m['key']}:{m['payload']}" for m in got) == sorted(lines_in)
+
+
+@dataclass
+class _Bootstrap:
+    bootstrap_servers: str
