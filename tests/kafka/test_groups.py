@@ -755,6 +755,15 @@ def test_admin_clients_list_describe_delete_groups(broker: Broker) -> None:
         [ConsumerGroupTopicPartitions("idle", [TopicPartition("t", 0), TopicPartition("t", 5)])],
         request_timeout=10)["idle"].result()
     assert {(tp.partition, tp.offset) for tp in offsets.topic_partitions} == {(0, 3), (5, 8)}
+    altered = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("idle", [TopicPartition("t", 0, 42)])],
+        request_timeout=10)["idle"].result()
+    assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == \
+        [(0, 42, None)]
+    offsets = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("idle", [TopicPartition("t", 0)])],
+        request_timeout=10)["idle"].result()
+    assert [(tp.partition, tp.offset) for tp in offsets.topic_partitions] == [(0, 42)]
     with pytest.raises(KafkaException, match=r"NON_EMPTY_GROUP|not empty"):
         admin.delete_consumer_groups(["busy"], request_timeout=10)["busy"].result()
     admin.delete_consumer_groups(["idle"], request_timeout=10)["idle"].result()
