@@ -1237,8 +1237,10 @@ class GroupCoordinator:
                     self._check_ownership()
                 self._kill_doomed()
                 with self._lock:
-                    groups = [g for gs in self._groups.values() for g in gs.values()]
-                for g in groups:
+                    groups = [g for gs in self._groups.values() for g in gs.values()
+                              if g.members or g.pending_members
+                              or g.join_deadline is not None or g.sync_deadline is not None]
+                for g in groups:  # a group with nothing that can expire is skipped
                     with g.lock:
                         self._tick(g, time.monotonic())
                 if now - last_retention >= self.retention_check_s:
