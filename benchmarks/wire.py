@@ -9,7 +9,9 @@ measured in the same run on the same machine.
 * consume from local segments: a confluent-kafka consumer reading a partition of 1 GiB (32 MiB
   with ``--quick``) from offset 0: MB/s of segment bytes; baseline: ``os.sendfile`` of the same
   segment files to a loopback TCP socket drained by a reader thread (the physical limit here).
-  Goal: at least 0.5x.
+  Goal: at least 0.5x. A diagnostic figure beside it, ``raw_fetch_local_mb_s``: a plain Fetch
+  v12 client of the same partition (32 MiB a request, no record decoded), the broker's serving
+  rate without a client library's own costs.
 * consume from the remote tier (the local storage plugin, then S3 on moto): a tiered topic
   whose segments were copied and deleted locally, read from offset 0 to the end of the remote
   tier: MB/s of segment bytes; baseline: the plugin's plain ``fetch_log_segment`` of the same
@@ -237,15 +239,16 @@ def consume(bootstrap: str, topic: str, last_offset: int, timeout: float = 600.0
                          "queued.max.messages.kbytes": 512 * 1024,
                          "socket.receive.buffer.bytes": 4 * MIB})
     try:
-        consumer.assign([CkTp(topic, 0, OFFSET_BEGINNING)])
+        consumer.list_topics(topic, timeout=30)  # connected (and versions known) before timing
         start = time.perf_counter()
+        consumer.assign([CkTp(topic, 0, OFFSET_BEGINNING)])
         last = -1
         deadline = start + timeout
         while last < last_offset:
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"consume {topic}: at offset {last} of {last_offset} "
                                    f"after {timeout}s")
-            msgs = consumer.consume(20000, 1.0)
+            msgs = consumer.consume(20000, 0.01)  # never waits long for a full batch
             for m in msgs:
                 if m.error() is not None:
                     raise RuntimeError(f"consume {topic}: {m.error()}")
@@ -289,6 +292,47 @@ def sendfile_seconds(files: list[Path]) -> float:
     return elapsed
 
 
+def raw_fetch_seconds(bootstrap: str, topic: str, records: int) -> float:
+    """Seconds for a plain Fetch v12 client (our codec's message classes, 32 MiB a request,
+    no record decoded) to read offsets 0..``records - 1``: the broker's serving rate without
+    a client library's own costs (a diagnostic figure, not a goal)."""
+    from kafka_tiers.kafka import codec
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    request_cls, response_cls = codec.REQUESTS[1][12], codec.RESPONSES[1][12]
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        def recv_exact(k: int) -> bytes:
+            buf = bytearray(k)
+            view, got = memoryview(buf), 0
+            while got < k:
+                m = s.recv_into(view[got:])
+                if not m:
+                    raise ConnectionError("the broker closed the connection")
+                got += m
+            return bytes(buf)
+
+        offset, corr = 0, 0
+        start = time.perf_counter()
+        while offset < records:
+            req = request_cls(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=64 * MIB,
+                              isolation_level=0, session_id=0, session_epoch=-1,
+                              topics=[(topic, [(0, -1, offset, -1, -1, 32 * MIB)])],
+                              forgotten_topics_data=[], rack_id="")
+            corr += 1
+            req.with_header(correlation_id=corr, client_id="wire-bench")
+            s.sendall(bytes(req.encode(header=True, framed=True)))
+            (size,) = struct.unpack(">i", recv_exact(4))
+            resp = response_cls.decode(recv_exact(size), version=12, header=True)
+            part = resp.responses[0].partitions[0]
+            batches = split_batches(bytes(part.records or b""))
+            if part.error_code or not batches:
+                raise RuntimeError(f"raw fetch at {offset}: error {part.error_code}")
+            last = batches[-1]  # base offset + last offset delta + 1
+            offset = (struct.unpack_from(">q", last, 0)[0]
+                      + struct.unpack_from(">i", last, 23)[0] + 1)
+        return time.perf_counter() - start
+
+
 def bench_consume_local(work: Path, total: int) -> dict[str, Any]:
     d = work / "local"
     with cluster_process(d, 1, {}) as running:
@@ -302,11 +346,14 @@ def bench_consume_local(work: Path, total: int) -> dict[str, Any]:
         size = sum(f.stat().st_size for f in files)
         wire_s = min(consume(running["bootstrap_servers"], "local", records - 1)
                      for _ in range(2))
+        raw_s = min(raw_fetch_seconds(running["bootstrap_servers"], "local", records)
+                    for _ in range(2))
         base_s = min(sendfile_seconds(files) for _ in range(3))
     wire = size / MIB / wire_s
     base = size / MIB / base_s
     return {"consume_local_mb": round(size / MIB, 1), "consume_local_mb_s": round(wire, 1),
-            "sendfile_mb_s": round(base, 1), "consume_local_ratio": round(wire / base, 3)}
+            "sendfile_mb_s": round(base, 1), "consume_local_ratio": round(wire / base, 3),
+            "raw_fetch_local_mb_s": round(size / MIB / raw_s, 1)}
 
 
 def bench_consume_remote(work: Path, total: int, name: str, plugin: str,

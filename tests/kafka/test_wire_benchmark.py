@@ -29,6 +29,7 @@ def test_wire_benchmark_quick_run_prints_its_figures() -> None:
                              ("consume_remote_local_mb_s", "fetch_log_segment_local_mb_s"),
                              ("consume_remote_s3_mb_s", "fetch_log_segment_s3_mb_s")]:
         assert doc[figure] > 0 and doc[baseline] > 0, (figure, baseline)
+    assert doc["raw_fetch_local_mb_s"] > 0
     assert doc["consume_remote_local_segments"] >= 2 and doc["consume_remote_s3_segments"] >= 2
     assert 0 < doc["latency_p50_ms"] <= doc["latency_p99_ms"]
     assert doc["latency_records"] == 10000
