@@ -9,9 +9,9 @@ measured in the same run on the same machine.
 * consume from local segments: a confluent-kafka consumer reading a partition of 1 GiB (32 MiB
   with ``--quick``) from offset 0: MB/s of segment bytes; baseline: ``os.sendfile`` of the same
   segment files to a loopback TCP socket drained by a reader thread (the physical limit here).
-  Goal: at least 0.5x. A diagnostic figure beside it, ``raw_fetch_local_mb_s``: a plain Fetch
-  v12 client of the same partition (32 MiB a request, no record decoded), the broker's serving
-  rate without a client library's own costs.
+  Goal: at least 0.5x. A diagnostic figure beside it, ``raw_fetch_local_mb_s``: a plain
+  Python Fetch v12 client of the same partition (32 MiB a request, no record decoded), lighter
+  than a client library (still bounded by its own Python work).
 * consume from the remote tier (the local storage plugin, then S3 on moto): a tiered topic
   whose segments were copied and deleted locally, read from offset 0 to the end of the remote
   tier: MB/s of segment bytes; baseline: the plugin's plain ``fetch_log_segment`` of the same
@@ -293,9 +293,9 @@ def sendfile_seconds(files: list[Path]) -> float:
 
 
 def raw_fetch_seconds(bootstrap: str, topic: str, records: int) -> float:
-    """Seconds for a plain Fetch v12 client (our codec's message classes, 32 MiB a request,
-    no record decoded) to read offsets 0..``records - 1``: the broker's serving rate without
-    a client library's own costs (a diagnostic figure, not a goal)."""
+    """Seconds for a plain Python Fetch v12 client (our codec's message classes, 32 MiB a
+    request, no record decoded) to read offsets 0..``records - 1``: lighter than a client
+    library, still bounded by its own Python work (a diagnostic figure, not a goal)."""
     from kafka_tiers.kafka import codec
 
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
