@@ -381,6 +381,8 @@ class Broker:
             self.member.join(register_timeout)
             if self.member.replicas is not None:  # leaders' high watermark moves wake fetches
                 self.member.replicas.on_data = self.data_arrived.notify
+                if self.rlm is not None:  # followers behind a tiered leader's local log
+                    self.member.replicas.remote_tier_state = self.rlm.tier_state
         else:
             for info in self._topics.values():
                 for p in range(info.partitions):

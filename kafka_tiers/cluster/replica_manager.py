@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.cluster.metadata_store import (
@@ -59,6 +59,9 @@ from kafka_tiers.log.producer_state import AppendOrigin
 from kafka_tiers.log.records import RecordBatch
 from kafka_tiers.placement.limits import check_request_entries
 from kafka_tiers.plugins.hooks import Hooks
+
+if TYPE_CHECKING:
+    from kafka_tiers.remote.remote_log_manager import RemoteTierState
 
 log = logging.getLogger(__name__)
 
@@ -297,15 +300,7 @@ class _Fetcher:
             st = found
             err = entry["error"]
             if err == ErrorCode.OFFSET_OUT_OF_RANGE:
-                with rm._lock_of(tp):
-                    p = self._still(tp, st)
-                    # below the leader's local log (tiered: the rest is in the remote tier,
-                    # which followers list themselves): start at the leader's local start
-                    start = int(entry.get("local_log_start", entry.get("log_start", 0)))
-                    if p is not None and p.log.log_end_offset < start:
-                        p.log.truncate_fully_and_start_at(start)
-                    elif p is not None:
-                        st.truncated = False
+                self._out_of_range(tp, st, entry)
                 continue
             if err != ErrorCode.NONE:
                 st.backoff_until = time.monotonic() + 0.05
@@ -322,6 +317,56 @@ class _Fetcher:
                 start = min(int(entry.get("log_start", 0)), p.log.high_watermark)
                 if start > p.log.log_start_offset:
                     p.log.advance_log_start_offset(start)
+
+    def _out_of_range(self, tp: TopicPartition, st: _FetchState,
+                      entry: Mapping[str, Any]) -> None:
+        """The leader answered OFFSET_OUT_OF_RANGE to our log end offset.
+
+        Above the leader's log end: truncate again (OffsetForLeaderEpoch). Below the leader's
+        local log start: the local log restarts empty there, and the log start offset is the
+        leader's (the partition's), never the leader's local log start: no path but
+        DeleteRecords and retention moves a replica's log start above the partition's true
+        log start (``Log.truncate_fully_and_start_at``), else a replica that once caught up
+        this way and later leads makes every remote offset unreadable. A tiered partition's
+        follower builds its state from the remote tier first (KIP-405): it starts after the
+        remote segment holding the record before the leader's local log, with that segment's
+        leader epochs and producer snapshot (``remote_tier_state``); while the remote tier
+        cannot answer, the partition backs off and retries."""
+        rm = self.rm
+        leader_start = int(entry.get("log_start", 0))
+        local_start = int(entry.get("local_log_start", leader_start))
+        with rm._lock_of(tp):
+            p = self._still(tp, st)
+            if p is None:
+                return
+            if p.log.log_end_offset >= local_start:
+                st.truncated = False  # above the leader's log end: find where ours leaves it
+                return
+            if local_start <= leader_start:  # nothing below the leader's local log
+                p.log.truncate_fully_and_start_at(local_start, log_start_offset=local_start)
+                return
+        source = rm.remote_tier_state
+        try:
+            if source is None:
+                raise RuntimeError("this broker has no remote log manager")
+            state = source(tp, local_start)  # remote I/O: no partition lock held
+        except Exception as exc:
+            log.warning("broker %s: %s is behind the leader's local log start %d and cannot "
+                        "take its state from the remote tier yet (%s: %s); retrying",
+                        rm.broker_id, tp, local_start, type(exc).__name__, exc)
+            st.backoff_until = time.monotonic() + 1.0
+            return
+        with rm._lock_of(tp):
+            p = self._still(tp, st)
+            if p is None or p.log.log_end_offset >= local_start:
+                return
+            start = min(leader_start, state.next_offset)
+            p.log.start_after_remote(state.next_offset, start, state.leader_epochs,
+                                     state.producer_snapshot)
+            log.info("broker %s: %s starts its local log at %d after remote segment %d-%d "
+                     "(log start %d, leader's local log start %d)", rm.broker_id, tp,
+                     state.next_offset, state.segment.start_offset, state.segment.end_offset,
+                     start, local_start)
 
     @staticmethod
     def _append(p: Partition, data: bytes) -> None:
@@ -364,6 +409,10 @@ class ReplicaManager:
         self.hooks = hooks
         self.on_role = on_role
         self.remote_reader = remote_reader
+        #: a tiered partition's state in the remote tier for a follower behind the leader's
+        #: local log start (``(tp, leader's local log start) -> RemoteTierState``, may raise;
+        #: the broker sets it to its remote log manager's ``tier_state``)
+        self.remote_tier_state: Callable[[TopicPartition, int], RemoteTierState] | None = None
         #: called whenever a led partition's high watermark moves (with the partition's lock
         #: held: it must not block): Kafka-protocol fetches waiting for data wake up
         self.on_data: Callable[[], None] | None = None

@@ -34,6 +34,7 @@ from kafka_tiers.log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     fsync_dir,
     open_nofollow,
+    write_atomic,
 )
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.errors import (
@@ -52,7 +53,9 @@ from kafka_tiers.log.producer_state import (
     REBUILD_SCAN_BYTES,
     AppendOrigin,
     BatchFacts,
+    CorruptSnapshotError,
     ProducerStateManager,
+    read_snapshot,
 )
 from kafka_tiers.log.records import (
     HEADER_SIZE,
@@ -60,6 +63,7 @@ from kafka_tiers.log.records import (
     NO_PARTITION_LEADER_EPOCH,
     ControlRecordType,
     RecordBatch,
+    client_batch_problem,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -230,8 +234,12 @@ class Log:
         # the checkpoints' values are checked against the log, never obeyed blindly
         end = result.segments[-1].next_offset
         first = result.segments[0].base_offset
+        # a tiered log's unusable checkpoint is replaced by 0, never by its first local
+        # segment: its offsets below that are in the remote tier (see
+        # truncate_fully_and_start_at's rule)
         log_start_offset = checked_offset(path, LOG_START_OFFSET_CHECKPOINT, log_start_offset,
-                                          0, end, first, "log start offset")
+                                          0, end, 0 if config.remote_storage_enable else first,
+                                          "log start offset")
         high_watermark = checked_offset(path, REPLICATION_OFFSET_CHECKPOINT, high_watermark,
                                         0, end, max(log_start_offset, first),
                                         "high watermark")
@@ -465,6 +473,10 @@ class Log:
             if origin is AppendOrigin.CLIENT:
                 if not assign_offsets:
                     raise ValueError("a client's append assigns offsets (it is a leader's)")
+                for b in batches:  # Kafka's LogValidator: the header's offset range and count
+                    if (problem := client_batch_problem(b)) is not None:
+                        raise InvalidRecordError(f"{problem} in topic partition "
+                                                 f"{self.topic_partition}")
                 duplicate = self._check_producers(batches)
                 if duplicate is not None:
                     return duplicate
@@ -1009,7 +1021,9 @@ class Log:
         self.producer_state.delete_snapshots(below=first)
         if first > self._local_log_start_offset:
             self._local_log_start_offset = first
-        if first > self._log_start_offset:
+        # a tiered log's offsets below its local segments are in the remote tier: deleting
+        # local segments never moves its log start (the remote log manager's retention does)
+        if first > self._log_start_offset and not self.config.remote_storage_enable:
             self._log_start_offset = first
             self.leader_epoch_cache.truncate_from_start(first)
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
@@ -1092,10 +1106,38 @@ class Log:
             self._after_truncation()
             return True
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Delete every segment and restart the log empty at ``offset`` (all offsets move)."""
+    def truncate_fully_and_start_at(self, offset: int, *,
+                                    log_start_offset: int | None = None) -> None:
+        """Delete every segment and restart the log empty at ``offset``.
+
+        The log start offset rule (Kafka's, KIP-405): nothing but DeleteRecords and retention
+        (:meth:`advance_log_start_offset`, :meth:`delete_old_segments`, the remote log
+        manager's retention) may move a replica's log start offset above the partition's
+        true log start. Emptying the local log is no such move, so:
+
+        * ``log_start_offset`` given (the leader's, which is the partition's): the log start
+          becomes it (it must be at most ``offset``);
+        * otherwise a tiered log (``remote.storage.enable``, whose offsets below its local
+          log live in the remote tier) keeps its log start offset (lowered to ``offset`` when
+          above it); a local-only log starts at ``offset``, as nothing is kept below it.
+
+        Raises:
+            ValueError: a negative ``offset``, or ``log_start_offset`` outside ``[0,
+                offset]``.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot start the log at negative offset {offset}")
+        if log_start_offset is not None and not 0 <= log_start_offset <= offset:
+            raise ValueError(f"log start offset {log_start_offset} must lie in [0, {offset}] "
+                             f"(the new local log start)")
         with self._lock:
             self._check_open()
+            if log_start_offset is not None:
+                new_start = log_start_offset
+            elif self.config.remote_storage_enable:
+                new_start = min(self._log_start_offset, offset)
+            else:
+                new_start = offset
             for seg in self._segments:
                 seg.delete()
             new = LogSegment.create(self.dir, offset,
@@ -1104,12 +1146,45 @@ class Log:
             self._segments = SegmentList([offset], segment_factory(self.dir, self.config),
                                          {offset: new})
             self._log_end_offset = offset
-            self._log_start_offset = offset
+            self._log_start_offset = new_start
             self._local_log_start_offset = offset
+            self._high_watermark = max(min(self._high_watermark, offset), new_start)
             self.leader_epoch_cache.clear()
             self.producer_state.delete_snapshots(above=-1)
             self.producer_state.clear()
             self._after_truncation()
+
+    def start_after_remote(self, offset: int, log_start_offset: int,
+                           leader_epochs: list[tuple[int, int]],
+                           producer_snapshot: bytes | None) -> None:
+        """A follower of a tiered partition behind the leader's local log (KIP-405's
+        follower fetch from a tiered offset): restart the local log empty at ``offset`` (the
+        end of the remote segment before the leader's local log), keep ``log_start_offset``
+        (the leader's: the offsets below ``offset`` are read from the remote tier), and take
+        the state the records below ``offset`` left from that remote segment: its leader
+        epochs (``(epoch, start offset)`` pairs in order) and its producer snapshot (the
+        snapshot file's bytes, as the log would write it at ``offset``; None or empty: no
+        producer). The epochs and the snapshot are durable when this returns.
+
+        Raises:
+            ValueError: as :meth:`truncate_fully_and_start_at`.
+            CorruptSnapshotError: the producer snapshot is malformed (nothing is kept of it).
+        """
+        with self._lock:
+            self.truncate_fully_and_start_at(offset, log_start_offset=log_start_offset)
+            kept = [(e, s) for e, s in leader_epochs if s < offset]
+            self.leader_epoch_cache.rebuild(kept)
+            self.leader_epoch_cache.truncate_from_start(log_start_offset)
+            self.leader_epoch_cache.flush()
+            if producer_snapshot:
+                path = self.producer_state.snapshot_path(offset)
+                write_atomic(path, producer_snapshot)
+                try:
+                    read_snapshot(path)
+                except CorruptSnapshotError:
+                    path.unlink(missing_ok=True)
+                    raise
+                self._load_producer_state(offset)
 
     def _after_truncation(self) -> None:
         self._recovery_point = min(self._recovery_point, self._log_end_offset)

@@ -19,7 +19,9 @@ Leader (``become_leader(tp, leader_epoch)``)
     4. Remote retention: deletes the oldest remote segments breaching
        ``remote.retention.period`` / ``remote.retention.bytes`` (the total retention; the log
        start offset moves first, then the segments are deleted), and the remote segments
-       wholly below the log start offset a DeleteRecords set (``delete_below``).
+       wholly below the log start offset (DeleteRecords moved it; ``delete_below`` triggers
+       the task at once; the offset is checkpointed, so a restarted or new leader deletes
+       them on its first run: nothing of it is held only in memory).
     5. Orphans: objects of failed copies (and superseded copies) older than the remote
        retention time are collected, when the plugin can (``collect_orphans``).
 
@@ -138,6 +140,26 @@ class _Partition:
     triggered: bool = False
     #: DeleteRecords moved the log start offset here: remote segments wholly below it go
     delete_below: int = -1
+
+
+@dataclass(frozen=True)
+class RemoteTierState:
+    """What a follower behind the leader's local log takes from the remote tier (KIP-405).
+
+    Attributes:
+        next_offset: the offset after the remote segment holding the record just before the
+            leader's local log: the follower's local log starts here.
+        leader_epochs: ``(epoch, start offset)`` pairs below ``next_offset``, in order (the
+            segment's stored leader-epoch checkpoint).
+        producer_snapshot: the segment's producer snapshot file (the producer state at
+            ``next_offset``), empty when it had no producer.
+        segment: the remote segment used.
+    """
+
+    next_offset: int
+    leader_epochs: list[tuple[int, int]]
+    producer_snapshot: bytes
+    segment: RemoteLogSegmentMetadata
 
 
 StorageSource = RemoteStorageManager | Callable[[], RemoteStorageManager]
@@ -493,6 +515,40 @@ class RemoteLogManager:
             return self.storage.list_remote_segments(tp)
         return self._segments(p, self.storage)
 
+    def tier_state(self, tp: TopicPartition, local_log_start: int) -> RemoteTierState:
+        """The state a follower of ``tp`` builds from the remote tier when its log ends
+        below the leader's local log start ``local_log_start`` (KIP-405's follower fetch
+        from a tiered offset, as Kafka's tier state machine): the newest remote segment
+        holding offset ``local_log_start - 1`` (listed afresh: the leader copied it), its
+        leader-epoch checkpoint and its producer snapshot. Reads only; safe to repeat.
+
+        Raises:
+            RemoteResourceNotFoundError: no remote segment holds that offset (yet).
+            RemoteStorageError: the remote tier failed (retriable).
+            ValueError: a malformed leader-epoch checkpoint in the segment.
+        """
+        target = local_log_start - 1
+        listed = self.storage.list_remote_segments(tp)
+        holding = [m for m in listed if m.start_offset <= target <= m.end_offset]
+        if target < 0 or not holding:
+            raise RemoteResourceNotFoundError(
+                f"no remote segment of {tp} holds offset {target} (the one before the "
+                f"leader's local log start {local_log_start}); the follower retries")
+        md = max(holding, key=lambda m: m.end_offset)
+        with self._cv:
+            p = self._partitions.get(tp)
+            if p is not None and p.role == FOLLOWER:
+                p.segments = list(listed)
+        storage = self.storage
+        with storage.fetch_index(md, IndexType.LEADER_EPOCH) as f:
+            epochs = _parse_epoch_checkpoint(f.read(), md)
+        try:
+            with storage.fetch_index(md, IndexType.PRODUCER_SNAPSHOT) as f:
+                snapshot = f.read()
+        except RemoteResourceNotFoundError:
+            snapshot = b""
+        return RemoteTierState(md.end_offset + 1, epochs, snapshot, md)
+
     def highest_remote_offset(self, tp: TopicPartition) -> int:
         """The last offset held in the remote tier (-1 when none)."""
         segs = self.remote_segments(tp)
@@ -593,9 +649,13 @@ class RemoteLogManager:
         now = self._now_ms()
         doomed: list[RemoteLogSegmentMetadata] = []
         i = 0
+        # DeleteRecords: the segments wholly below the log start offset go. The log start is
+        # checkpointed, so a leader that restarted (or took over) before its predecessor's
+        # task ran still deletes them; it is never above the partition's true log start
+        # (Log.truncate_fully_and_start_at's rule), so nothing readable is deleted here
         with self._cv:
-            below = p.delete_below
-        while i < len(segs) and segs[i].end_offset < below:  # DeleteRecords
+            below = max(p.delete_below, lg.log_start_offset)
+        while i < len(segs) and segs[i].end_offset < below:
             doomed.append(segs[i])
             i += 1
         if tiering.remote_retention_ms >= 0:
@@ -828,6 +888,30 @@ def _segment_epochs(entries: list[tuple[int, int]], base: int, next_offset: int,
     return out or {default_epoch: base}
 
 
+def _parse_epoch_checkpoint(data: bytes, md: RemoteLogSegmentMetadata
+                            ) -> list[tuple[int, int]]:
+    """The ``(epoch, start offset)`` pairs of a leader-epoch checkpoint stored with the
+    remote segment ``md`` (:func:`_epoch_checkpoint`'s format), below its end; the segment's
+    own epochs when the checkpoint holds none.
+
+    Raises:
+        ValueError: the checkpoint is malformed (one line naming the segment).
+    """
+    try:
+        lines = data.decode("ascii").split()
+        version, count = int(lines[0]), int(lines[1])
+        pairs = [(int(lines[2 + 2 * i]), int(lines[3 + 2 * i])) for i in range(count)]
+        if version != 0 or len(lines) != 2 + 2 * count:
+            raise ValueError("unexpected layout")
+    except (UnicodeDecodeError, IndexError, ValueError) as exc:
+        raise ValueError(f"the leader-epoch checkpoint of remote segment {md.segment_id} "
+                         f"({md.start_offset}-{md.end_offset}) is malformed: {exc}") from None
+    kept = [(e, s) for e, s in pairs if s <= md.end_offset]
+    if not kept:
+        kept = sorted(md.segment_leader_epochs.items(), key=lambda es: es[1])
+    return kept
+
+
 def _epoch_checkpoint(entries: list[tuple[int, int]], next_offset: int) -> bytes:
     """The leader-epoch checkpoint (Kafka's text format) of the entries below
     ``next_offset``."""
@@ -842,6 +926,7 @@ __all__ = [
     "READ_SLACK_BYTES",
     "RemoteLogManager",
     "RemoteRead",
+    "RemoteTierState",
     "TaskResult",
     "read_batches",
 ]
