@@ -598,6 +598,27 @@ def epoch_violations(epochs: Sequence[int]) -> dict[int, str]:
     return out
 
 
+def client_batch_problem(batch: RecordBatch) -> str | None:
+    """Kafka's ``LogValidator`` checks of the header of a batch a client sent (magic 2,
+    already :meth:`RecordBatch.validate`-d): the offset range the header claims must hold
+    exactly the records it counts, so a client cannot move the log end offset by more than
+    it writes. Kafka's messages; None when the batch holds.
+
+    - ``recordsCount`` > 0 ("Invalid reported count for record batch");
+    - ``lastOffsetDelta`` == ``recordsCount - 1`` ("Inconsistent batch offset range").
+
+    The base offset is not checked (the leader overwrites it, as Kafka does); the records
+    themselves are not decoded here (their count inside the body is not compared).
+    """
+    count = batch.records_count
+    if count <= 0:
+        return f"Invalid reported count for record batch: {count}"
+    if batch.last_offset_delta + 1 != count:
+        return (f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] "
+                f"and count of records {count}")
+    return None
+
+
 def verified_batches(buffer: bytes | bytearray | memoryview, *, floor: int = 0,
                      ceiling: int | None = None) -> list[RecordBatch]:
     """Every batch of ``buffer``, each one checked before it is returned: size and magic,
@@ -673,6 +694,7 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "build_end_txn_marker",
+    "client_batch_problem",
     "earlier_batch_is_suspect",
     "epoch_violations",
     "first_offset_violation",

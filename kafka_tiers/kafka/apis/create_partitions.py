@@ -12,7 +12,9 @@ Per topic (a topic named twice is answered once, ``INVALID_REQUEST``):
   a standalone broker adds partitions it holds itself;
 - the new partitions get leaders before the answer (within ``timeout_ms``, else
   ``REQUEST_TIMED_OUT``, the creation going on), so clients see them on their next Metadata;
-- ``validate_only``: every check and the placement run, nothing changes.
+- ``validate_only``: every check and the placement run, nothing changes;
+- an internal topic (``__consumer_offsets``) is ``INVALID_REQUEST``: its partition count is
+  fixed (:mod:`kafka_tiers.kafka.internal_topics`; stricter than Kafka).
 
 Any broker accepts the request; a cluster member that is not the controller forwards it
 (:mod:`kafka_tiers.kafka.admin_routing`).
@@ -42,6 +44,7 @@ from kafka_tiers.kafka.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaApiError,
 )
+from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
@@ -85,6 +88,9 @@ def create_partitions(ctx: RequestContext, request: Any) -> Any:
 
 def _grow(ctx: RequestContext, t: Any, validate_only: bool, deadline: float) -> None:
     name, count = t.name, int(t.count)
+    refused = refusal(name, Operation.CREATE_PARTITIONS)
+    if refused is not None:
+        raise KafkaApiError(*refused)
     given = None if t.assignments is None else [[int(b) for b in a.broker_ids]
                                                   for a in t.assignments]
     member = ctx.broker.member

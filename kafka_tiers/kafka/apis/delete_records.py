@@ -15,7 +15,10 @@ start offset changes nothing.
 Errors: ``OFFSET_OUT_OF_RANGE`` (negative but -1, or above the high watermark),
 ``NOT_LEADER_OR_FOLLOWER`` (the client re-routes), ``UNKNOWN_TOPIC_OR_PARTITION``,
 ``KAFKA_STORAGE_ERROR`` (the replica's log dir is offline), ``INVALID_REQUEST`` for every
-partition of a request naming more than ``max.request.partitions``.
+partition of a request naming more than ``max.request.partitions``, ``INVALID_TOPIC_EXCEPTION``
+for an internal topic (``__consumer_offsets``: it would erase every group's committed offsets;
+Kafka's "Cannot delete records of internal topic"), ``UNKNOWN_TOPIC_OR_PARTITION`` for an
+empty topic name or a negative partition.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka_tiers.api import TopicPartition
 from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.placement.limits import check_request_entries
 
 
@@ -37,27 +41,33 @@ def delete_records(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(21, ctx.version)
     topic_cls = cls.DeleteRecordsTopicResult
     part_cls = topic_cls.DeleteRecordsPartitionResult
-    asked = [(TopicPartition(t.name, int(p.partition_index)), int(p.offset))
+    asked = [((t.name, int(p.partition_index)), int(p.offset))
              for t in request.topics for p in t.partitions]
-    results: dict[TopicPartition, tuple[int, int]] = {}
+    results: dict[tuple[str, int], tuple[int, int]] = {}
     try:
         check_request_entries(ctx.config, asked, "partitions to delete records of")
     except Exception:
-        results = {tp: (-1, kerr.INVALID_REQUEST) for tp, _ in asked}
+        results = {key: (-1, kerr.INVALID_REQUEST) for key, _ in asked}
         asked = []
     timeout_s = max(int(request.timeout_ms), 0) / 1000.0
     deadline = time.monotonic() + timeout_s
-    for tp, offset in asked:  # one timeout for the whole request, as Kafka's
+    for key, offset in asked:  # one timeout for the whole request, as Kafka's
+        tp, refused = topic_partition_or_error(*key)
+        refused = refused or refusal(key[0], Operation.DELETE_RECORDS)
+        if tp is None or refused is not None:
+            assert refused is not None
+            results[key] = (-1, refused[0])
+            continue
         try:
             left = max(deadline - time.monotonic(), 0.0)
-            results[tp] = (ctx.broker.delete_records(tp, offset, timeout=left), 0)
+            results[key] = (ctx.broker.delete_records(tp, offset, timeout=left), 0)
         except Exception as exc:
             code, _ = kerr.error_of(exc)
-            results[tp] = (-1, code)
+            results[key] = (-1, code)
     by_topic: dict[str, list[Any]] = {}
-    for tp, (low, code) in results.items():
-        by_topic.setdefault(tp.topic, []).append(
-            part_cls(partition_index=tp.partition, low_watermark=low, error_code=code))
+    for (topic, partition), (low, code) in results.items():
+        by_topic.setdefault(topic, []).append(
+            part_cls(partition_index=partition, low_watermark=low, error_code=code))
     return ctx.response(throttle_time_ms=0, topics=[
         topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()])
 

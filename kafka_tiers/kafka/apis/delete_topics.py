@@ -39,14 +39,14 @@ from kafka_tiers.kafka.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaApiError,
 )
+from kafka_tiers.kafka.internal_topics import UNDELETABLE_TOPICS, Operation, refusal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 UNKNOWN_TOPIC_ID = 100
-#: topics no client may delete (Kafka's internal topics)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
-                             "__cluster_metadata"})
+#: topics no client may delete (Kafka's internal topics; :mod:`..internal_topics`)
+INTERNAL_TOPICS = UNDELETABLE_TOPICS
 
 
 def _wanted(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid.UUID]]:
@@ -109,9 +109,9 @@ def delete_topics(ctx: RequestContext, request: Any) -> Any:
 
 
 def _delete_one(ctx: RequestContext, name: str, deadline: float) -> None:
-    if name in INTERNAL_TOPICS:
-        raise KafkaApiError(INVALID_REQUEST, f"topic {name} is internal to the brokers "
-                            "(consumer group offsets, ...) and cannot be deleted")
+    refused = refusal(name, Operation.DELETE_TOPIC)
+    if refused is not None:
+        raise KafkaApiError(*refused)
     member = ctx.broker.member
     if member is None:
         ctx.broker.delete_topic(name)

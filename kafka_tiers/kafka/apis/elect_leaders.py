@@ -31,6 +31,7 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import AnswerKey, RequestEntry, topic_partition_or_error
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 PREFERRED = 0
@@ -72,16 +73,20 @@ def controller_call(ctx: RequestContext, api: ApiKey, body: dict[str, Any], loca
                               timeout=timeout_s + 5).body
 
 
-def _requested(request: Any) -> tuple[list[TopicPartition] | None, dict[TopicPartition, Result]]:
+def _requested(request: Any) -> tuple[list[TopicPartition] | None, dict[AnswerKey, Result]]:
     """The distinct partitions asked for (None: all) and the answers already known (a
-    partition named twice)."""
+    partition named twice, an empty topic name or a negative partition)."""
     if request.topic_partitions is None:
         return None, {}
     seen: list[TopicPartition] = []
-    dup: dict[TopicPartition, Result] = {}
+    dup: dict[AnswerKey, Result] = {}
     for t in request.topic_partitions:
         for p in t.partitions:
-            tp = TopicPartition(t.topic, int(p))
+            tp, refused = topic_partition_or_error(t.topic, int(p))
+            if tp is None:
+                assert refused is not None
+                dup[RequestEntry(t.topic or "", int(p))] = refused
+                continue
             if tp in dup:
                 continue
             if tp in seen:
@@ -92,7 +97,7 @@ def _requested(request: Any) -> tuple[list[TopicPartition] | None, dict[TopicPar
     return seen, dup
 
 
-def _too_many(ctx: RequestContext, tps: list[TopicPartition]) -> Result | None:
+def _too_many(ctx: RequestContext, tps: list[AnswerKey]) -> Result | None:
     try:
         check_request_entries(ctx.config, tps, "partitions to elect")
     except Exception as exc:
@@ -146,19 +151,19 @@ def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     tps, known = _requested(request)
     state = ClusterState(ctx.broker, ctx.listener)
     top: Result = (0, None)
-    results: dict[TopicPartition, Result] = {}
+    results: dict[AnswerKey, Result] = {}
     if kind not in (PREFERRED, UNCLEAN):
         top = (kerr.INVALID_REQUEST, f"unknown election type {kind} (0: preferred, 1: unclean)")
-    elif tps is not None and (bound := _too_many(ctx, tps + list(known))) is not None:
+    elif tps is not None and (bound := _too_many(ctx, [*tps, *known])) is not None:
         top = bound
     elif state.clustered:
         timeout_s = max(int(request.timeout_ms), 1000) / 1000.0
         try:
-            results = _clustered(ctx, tps, kind, timeout_s)
+            results = {k: r for k, r in _clustered(ctx, tps, kind, timeout_s).items()}
         except Exception as exc:
             top = code_of(exc)
     else:
-        results = _standalone(state, tps, kind)
+        results = {k: r for k, r in _standalone(state, tps, kind).items()}
     if top[0] != 0:  # every partition asked for gets the request's error
         results = {tp: top for tp in [*(tps or []), *known]}
         known = {}
@@ -168,7 +173,7 @@ def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, top, results)
 
 
-def _response(ctx: RequestContext, top: Result, results: dict[TopicPartition, Result]) -> Any:
+def _response(ctx: RequestContext, top: Result, results: dict[AnswerKey, Result]) -> Any:
     cls = response_class(43, ctx.version)
     topic_cls = cls.ReplicaElectionResult
     part_cls = topic_cls.PartitionResult

@@ -93,6 +93,7 @@ from kafka_tiers.kafka.fetch_sessions import (
     next_epoch,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import RegionRead
@@ -289,9 +290,10 @@ def _moved(ctx: RequestContext, wants: list[_Want], result: _Pass) -> bool:
     if lm is None:
         return True
     for w, g in zip(wants, result.got, strict=True):
-        if w.topic is None:
+        tp, _ = topic_partition_or_error(w.topic, w.partition)
+        if tp is None:
             continue
-        lg = lm.get_log(TopicPartition(w.topic, w.partition))
+        lg = lm.get_log(tp)
         if lg is None or lg.high_watermark != g.high_watermark:
             return True
     return False
@@ -353,7 +355,10 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
     broker = ctx.broker
     if w.topic is None:
         return _Got(UNKNOWN_TOPIC_ID)
-    tp = TopicPartition(w.topic, w.partition)
+    tp, refused = topic_partition_or_error(w.topic, w.partition)
+    if tp is None:
+        assert refused is not None
+        return _Got(refused[0])
     try:
         leads, epoch = broker.leadership(tp)
     except Exception as exc:  # UnknownTopicError: UNKNOWN_TOPIC_OR_PARTITION

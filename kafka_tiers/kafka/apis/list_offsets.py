@@ -46,6 +46,7 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.log.records import verified_batches
 
 log = logging.getLogger(__name__)
@@ -88,9 +89,12 @@ def list_offsets(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
+            tp, refused = topic_partition_or_error(t.name, p.partition_index)
             if seen[t.name, p.partition_index] > 1:
                 ans = _Answer(E.INVALID_REQUEST)
+            elif tp is None:
+                assert refused is not None
+                ans = _Answer(refused[0])
             else:
                 epoch = int(p.current_leader_epoch) if v >= 4 else -1
                 ans = _one(ctx, tp, int(p.timestamp), epoch, replica_id, timeout_ms)

@@ -32,6 +32,7 @@ from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.log.describe import LogDirDescription, ReplicaDescription
 from kafka_tiers.placement.limits import check_request_entries
 
@@ -71,7 +72,8 @@ def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             if version >= 3:
                 out["error_code"] = kerr.INVALID_REQUEST
             return ctx.response(**out)
-        wanted = {TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions}
+        wanted = {tp for t in request.topics for p in t.partitions  # a bad entry: no replica
+                  if (tp := topic_partition_or_error(t.topic, int(p))[0]) is not None}
     rows: list[LogDirDescription] = lm.describe_log_dirs() if lm is not None else []
     results = []
     for row in rows:
@@ -106,20 +108,21 @@ def alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
     topic_cls = cls.AlterReplicaLogDirTopicResult
     part_cls = topic_cls.AlterReplicaLogDirPartitionResult
     lm = ctx.broker.log_manager
-    asked = [(TopicPartition(t.name, int(p)), d.path) for d in request.dirs
+    asked = [((t.name, int(p)), d.path) for d in request.dirs
              for t in d.topics for p in t.partitions]
-    results: dict[TopicPartition, int] = {}
+    results: dict[tuple[str, int], int] = {}
     try:
         check_request_entries(ctx.config, asked, "replicas to move")
     except Exception:
-        results = {tp: kerr.INVALID_REQUEST for tp, _ in asked}
+        results = {key: kerr.INVALID_REQUEST for key, _ in asked}
         asked = []
-    for tp, path in asked:
-        results[tp] = _move(lm, tp, path)
+    for key, path in asked:
+        tp, refused = topic_partition_or_error(*key)
+        results[key] = _move(lm, tp, path) if tp is not None else refused[0] if refused else 0
     by_topic: dict[str, list[Any]] = {}
-    for tp, code in results.items():
-        by_topic.setdefault(tp.topic, []).append(
-            part_cls(partition_index=tp.partition, error_code=code))
+    for (topic, partition), code in results.items():
+        by_topic.setdefault(topic, []).append(
+            part_cls(partition_index=partition, error_code=code))
     return ctx.response(throttle_time_ms=0, results=[
         topic_cls(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
 

@@ -33,6 +33,7 @@ from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState, TopicView
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.internal_topics import INTERNAL_TOPICS, is_internal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
 from kafka_tiers.log.errors import InvalidTopicError
@@ -44,8 +45,6 @@ METADATA_KEY = 3
 REPLICA_NOT_AVAILABLE = 9
 LISTENER_NOT_FOUND = 72
 UNKNOWN_TOPIC_ID = 100
-#: Kafka's internal topics (``Topic.isInternal``)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: "not requested" in an authorized-operations field (the codec writes ``Integer.MIN_VALUE``)
 OPS_NOT_REQUESTED = None
 # authorized-operations fields are sets of AclOperation codes: READ 3, WRITE 4, CREATE 5,
@@ -55,11 +54,6 @@ TOPIC_OPS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
 CLUSTER_OPS = frozenset({5, 7, 8, 9, 10, 11, 12})
 #: how long a Metadata request waits for the controller to create an auto-created topic
 AUTO_CREATE_TIMEOUT_S = 10.0
-
-
-def is_internal(name: str) -> bool:
-    """Whether ``name`` is one of Kafka's internal topics."""
-    return name in INTERNAL_TOPICS
 
 
 @handles(METADATA_KEY, 0, 13)

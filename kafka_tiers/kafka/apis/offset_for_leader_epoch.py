@@ -31,6 +31,7 @@ from kafka_tiers.kafka.errors import (
     error_of,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
@@ -52,11 +53,14 @@ def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         parts = []
         for p in t.partitions:
+            tp, bad = topic_partition_or_error(t.topic, int(p.partition))
             if refused:
                 code, epoch, end = INVALID_REQUEST, -1, -1
+            elif tp is None:
+                assert bad is not None
+                code, epoch, end = bad[0], -1, -1
             else:
-                code, epoch, end = _end_offset(ctx, TopicPartition(t.topic, int(p.partition)),
-                                               int(p.current_leader_epoch),
+                code, epoch, end = _end_offset(ctx, tp, int(p.current_leader_epoch),
                                                int(p.leader_epoch))
             parts.append(part_cls(version=ctx.version, error_code=code,
                                   partition=int(p.partition), leader_epoch=epoch,

@@ -14,7 +14,10 @@ Per request
     ``acks=0``: no response; when a partition failed the connection is closed instead (as
     Kafka does: the client's only hint to refresh its metadata).
 Per partition
-    ``UNKNOWN_TOPIC_OR_PARTITION`` (``UNKNOWN_TOPIC_ID`` for v13), ``NOT_LEADER_OR_FOLLOWER``
+    ``UNKNOWN_TOPIC_OR_PARTITION`` (``UNKNOWN_TOPIC_ID`` for v13; also an empty topic name or a
+    negative partition, :mod:`kafka_tiers.kafka.request_partitions`),
+    ``INVALID_TOPIC_EXCEPTION`` for an internal topic (``__consumer_offsets``: only the broker
+    writes it, :mod:`kafka_tiers.kafka.internal_topics`), ``NOT_LEADER_OR_FOLLOWER``
     (also from a broker holding no replica of an existing partition, so clients re-route; v10+
     carries the current leader and its endpoint, KIP-951), ``INVALID_RECORD`` (no batch, more
     than one, or not magic 2, as Kafka's ``ProduceRequest`` validation), ``CORRUPT_MESSAGE``,
@@ -46,7 +49,9 @@ from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import CorruptRecordError
 from kafka_tiers.log.producer_state import AppendOrigin
@@ -124,8 +129,14 @@ def produce(ctx: RequestContext, request: Any) -> Any:
                 if name is None:
                     results[i, p] = PartitionResult(
                         UNKNOWN_TOPIC_ID, f"no topic has id {tid}")
+                    continue
+                tp, refused = topic_partition_or_error(name, p)
+                refused = refused or refusal(name, Operation.PRODUCE)
+                if tp is None or refused is not None:
+                    assert refused is not None
+                    results[i, p] = PartitionResult(*refused)
                 else:
-                    jobs.append(((i, p), TopicPartition(name, p), records))
+                    jobs.append(((i, p), tp, records))
         if acks == -1 and ctx.broker.member is not None and len(jobs) > 1:
             pool = ctx.component("produce.ack_waiters", _AckWaiters).pool
             futures = {key: pool.submit(_produce_one, ctx, tp, records, acks, deadline)

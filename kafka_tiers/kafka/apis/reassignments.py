@@ -42,6 +42,7 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.request_partitions import AnswerKey, RequestEntry, topic_partition_or_error
 from kafka_tiers.placement.limits import check_replication_factor, check_request_entries
 
 
@@ -81,22 +82,30 @@ def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     """Request or cancel reassignments (see the module docstring)."""
     allow_rf = bool(getattr(request, "allow_replication_factor_change", True)) \
         if ctx.version >= 1 else True
-    asked = [(TopicPartition(t.name, int(p.partition_index)),
-              None if p.replicas is None else [int(b) for b in p.replicas])
-             for t in request.topics for p in t.partitions]
-    results: dict[TopicPartition, Result] = {}
+    asked: list[tuple[TopicPartition, list[int] | None]] = []
+    results: dict[AnswerKey, Result] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp, refused = topic_partition_or_error(t.name, int(p.partition_index))
+            if tp is None:
+                assert refused is not None
+                results[RequestEntry(t.name or "", int(p.partition_index))] = refused
+            else:
+                asked.append((tp, None if p.replicas is None else [int(b) for b in p.replicas]))
     top: Result = (0, None)
     try:
-        check_request_entries(ctx.config, asked, "partitions to reassign")
+        check_request_entries(ctx.config, [*asked, *results], "partitions to reassign")
         state = ClusterState(ctx.broker, ctx.listener)
         member = ctx.broker.member
         if member is None or member.metadata is None:
-            results = _alter_standalone(ctx, state, asked, allow_rf)
+            results.update((k, r) for k, r in _alter_standalone(ctx, state, asked,
+                                                                   allow_rf).items())
         else:
-            results = _alter_clustered(ctx, member.metadata, asked, allow_rf)
+            results.update((k, r) for k, r in _alter_clustered(ctx, member.metadata, asked,
+                                                                  allow_rf).items())
     except Exception as exc:
         top = code_of(exc)
-        results = {tp: top for tp, _ in asked}
+        results = {key: top for key in [*(tp for tp, _ in asked), *results]}
     return _alter_response(ctx, top, results)
 
 
@@ -162,7 +171,7 @@ def _alter_clustered(ctx: RequestContext, md: Any,
     return out
 
 
-def _alter_response(ctx: RequestContext, top: Result, results: dict[TopicPartition, Result]
+def _alter_response(ctx: RequestContext, top: Result, results: dict[AnswerKey, Result]
                     ) -> Any:
     cls = response_class(45, ctx.version)
     topic_cls = cls.ReassignableTopicResponse
@@ -215,7 +224,7 @@ def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
         code, msg = code_of(exc)
         return ctx.response(throttle_time_ms=0, error_code=code, error_message=msg, topics=[])
     if request.topics is not None:
-        wanted = {TopicPartition(t.name, int(p)) for t in request.topics
+        wanted = {topic_partition_or_error(t.name, int(p))[0] for t in request.topics
                   for p in t.partition_indexes}
         found = {tp: v for tp, v in found.items() if tp in wanted}
     by_topic: dict[str, list[Any]] = {}

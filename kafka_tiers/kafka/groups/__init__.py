@@ -18,15 +18,8 @@ writes a snapshot of the live records and moves the log start offset past the ol
 
 from __future__ import annotations
 
-#: the internal topic holding committed offsets and group metadata
-OFFSETS_TOPIC = "__consumer_offsets"
-#: the topics a client may not produce to and that Metadata marks ``is_internal``
-INTERNAL_TOPICS: frozenset[str] = frozenset({OFFSETS_TOPIC})
-
-
-def is_internal(topic: str) -> bool:
-    """Whether ``topic`` is an internal topic (Metadata's ``is_internal``)."""
-    return topic in INTERNAL_TOPICS
+# the internal topics and what clients may not do to them: one rule, one module
+from kafka_tiers.kafka.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, is_internal
 
 
 def java_string_hash(value: str) -> int:
