@@ -10,7 +10,12 @@ What it keeps
 Loading
     :meth:`load` reads the partition's local log from its log start offset to its log end
     offset (as Kafka's loader does) and rebuilds the view; a record whose key or value is not
-    one of :mod:`.records`' schemas is skipped with a WARN line.
+    one of :mod:`.records`' schemas is skipped with a WARN line. A batch whose records do not
+    decode at all (clients cannot write one since Produce to internal topics is refused, but
+    a log written before may hold one) is skipped with one ERROR line naming the partition
+    and the batch's offsets, and the load goes on. Kafka's loader fails the load instead,
+    leaving every group of the partition without a coordinator until an operator repairs the
+    log; one bad batch losing only its own records is the lesser harm.
 Bounded size: snapshots, not compaction
     The log engine does not compact. Instead, once the log holds more than
     ``2 * live keys + offsets.snapshot.min.records`` records, :meth:`append` writes a
@@ -40,6 +45,7 @@ from kafka_tiers.kafka.groups.errors import (
     REQUEST_TIMED_OUT,
     GroupError,
 )
+from kafka_tiers.log.errors import CorruptRecordError
 from kafka_tiers.log.records import ProducerRecord, RecordBatch, build_batch
 
 if TYPE_CHECKING:
@@ -108,7 +114,15 @@ class OffsetsPartition:
                     pos += batch.size
                     if batch.is_control:
                         continue
-                    for rec in batch.records():
+                    try:
+                        records = batch.records()
+                    except CorruptRecordError as exc:  # skipped, never retried forever
+                        log.error("group coordinator: %s: the batch at offsets %d..%d does not "
+                                  "decode and is skipped (its records are lost to the groups "
+                                  "of this partition): %s", self.tp, batch.base_offset,
+                                  batch.last_offset, exc)
+                        continue
+                    for rec in records:
                         if rec.offset < offset or rec.key is None:
                             continue
                         if rec.value is None:
