@@ -10,7 +10,8 @@ Leader
     partition state at the version this leader last saw: when the controller changed the state
     meanwhile (a new leader epoch) the write fails and this broker stops acting as leader
     (document 003 discussion 3: a zombie leader cannot commit). ``acks=all`` produce waits
-    until the high watermark passes the records, and needs ``min.insync.replicas`` in the ISR.
+    until the high watermark passes the records, and needs ``min.insync.replicas`` in the ISR
+    (the topic's override, else the broker's).
 Follower
     One fetcher thread per leader broker pulls batches for all partitions it follows from that
     leader (long-polled by ``replica.fetch.wait.max.ms``). After a leader change it first asks
@@ -715,6 +716,13 @@ class ReplicaManager:
             if self.on_data is not None:
                 self.on_data()
 
+    def min_insync_replicas(self, p: Partition) -> int:
+        """The ISR size an ``acks=all`` produce to ``p`` needs: its topic's
+        ``min.insync.replicas`` (validated by the controller, sent with LeaderAndIsr, so an
+        altered value applies at once), else the broker's."""
+        raw = p.topic_config.get("min.insync.replicas")
+        return self.min_isr if raw is None else int(raw)
+
     def produce(self, tp: TopicPartition, records: bytes, acks: int,
                 timeout: float | None = None, *,
                 origin: AppendOrigin | None = None) -> tuple[int, int]:
@@ -739,9 +747,10 @@ class ReplicaManager:
             if not p.is_leader:
                 raise ApiError(f"broker {self.broker_id} is not the leader of {tp}",
                                ErrorCode.NOT_LEADER_OR_FOLLOWER, nothing_done=True)
-            if acks == -1 and len(p.isr) < self.min_isr:
+            min_isr = self.min_insync_replicas(p)
+            if acks == -1 and len(p.isr) < min_isr:
                 raise ApiError(f"{tp}: ISR {list(p.isr)} is smaller than "
-                               f"min.insync.replicas={self.min_isr}",
+                               f"min.insync.replicas={min_isr}",
                                ErrorCode.NOT_ENOUGH_REPLICAS, nothing_done=True)
             epoch = p.leader_epoch
             try:
@@ -765,7 +774,7 @@ class ReplicaManager:
         with p.lock:
             while True:
                 if p.log.high_watermark > info.last_offset and p.leader_epoch == epoch:
-                    if len(p.isr) < self.min_isr:
+                    if len(p.isr) < min_isr:
                         raise ApiError(f"{tp}: ISR shrank below min.insync.replicas",
                                        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
                     return info.first_offset, info.last_offset

@@ -103,6 +103,7 @@ LOG_TOPIC_KEYS: dict[str, tuple[str, Any]] = {
     "message.timestamp.type": ("message_timestamp_type", Choice(*_TS_TYPES)),
     "max.message.bytes": ("max_message_bytes", Int(min=0, bits=32)),
     "remote.storage.enable": ("remote_storage_enable", Bool()),
+    "min.insync.replicas": ("min_insync_replicas", Int(min=1, bits=32)),
 }
 
 
@@ -126,6 +127,9 @@ class LogConfig:
     #: the topic is tiered: the log start offset may lie below the first local segment (in
     #: the remote tier), so the checkpointed one is kept at load (Kafka's rule)
     remote_storage_enable: bool = False
+    #: replicas in the ISR an ``acks=all`` produce needs (Kafka's topic-level override of the
+    #: broker's ``min.insync.replicas``; the replication layer reads it, the log does not)
+    min_insync_replicas: int = 1
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -184,6 +188,7 @@ class LogConfig:
             producer_id_expiration_ms=get("producer.id.expiration.ms", 86400000),
             producer_id_expiration_check_interval_ms=get(
                 "producer.id.expiration.check.interval.ms", 600000),
+            min_insync_replicas=int(get("min.insync.replicas", 1)),
         )
         return config.with_overrides(overrides or {})
 

@@ -80,6 +80,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
     "message.timestamp.type": ("log.message.timestamp.type",),
     "max.message.bytes": ("message.max.bytes",),
+    "min.insync.replicas": ("min.insync.replicas",),
     **{k: (v,) if v else () for k, v in TIERING_TOPIC_KEYS.items()},
 }
 _TOPIC_DOCS = {"remote.storage.enable": "Tier this topic's closed segments to the remote "

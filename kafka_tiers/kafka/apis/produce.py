@@ -271,7 +271,9 @@ def _corrupt(data: Any) -> bool:
 def _produce_standalone(ctx: RequestContext, tp: TopicPartition, data: Any, acks: int
                         ) -> PartitionResult:
     if acks == -1:
-        min_isr = int(ctx.config["min.insync.replicas"])
+        # the topic's min.insync.replicas (validated with its config), else the broker's
+        raw = ctx.broker.topic(tp.topic).config.get("min.insync.replicas")
+        min_isr = int(ctx.config["min.insync.replicas"] if raw is None else raw)
         if min_isr > 1:
             return PartitionResult(
                 E.NOT_ENOUGH_REPLICAS, f"{tp}: a standalone broker has 1 in-sync replica, "
