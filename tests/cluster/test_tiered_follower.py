@@ -89,6 +89,36 @@ def test_a_restarted_replica_behind_the_local_log_keeps_the_log_start_and_leads(
         assert c.broker(b).log_manager.get_log(TP).log_start_offset == 0
 
 
+def test_a_replica_added_by_reassignment_starts_from_the_remote_tier_and_leads(
+        make_cluster, tmp_path: Path) -> None:
+    """A new replica (reassignment to a broker that never held the partition) of a tiered
+    topic whose leader deleted its tiered segments locally: it starts after the remote
+    tier, keeps log start 0, and once it leads every record is readable from 0."""
+    c: LocalCluster = make_cluster(3, overrides={
+        "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+        "remote.log.manager.task.interval.ms": "3600000",
+        "remote.log.manager.task.retry.jitter": "0"}, background=False)
+    cl = c.client()
+    cl.create_topic(TOPIC, 1, 2, {"remote.storage.enable": "true", "segment.bytes": "2048",
+                                  "local.retention.bytes": "0"}, assignment={0: [1, 2]})
+    _produce(cl, 0, 60)
+    leader = cl.leader(TOPIC, 0, refresh=True)
+    c.wait_until(lambda: all(c.broker(b).log_manager.get_log(TP).log_end_offset == 60
+                             for b in (1, 2)), 10, "both replicas caught up")
+    done = c.broker(leader).rlm.run_once(TP)
+    assert done.error is None and done.local_deleted
+    assert c.broker(leader).log_manager.get_log(TP).local_log_start_offset > 0
+    cl.reassign([{"topic": TOPIC, "partition": 0, "replicas": [3, leader]}])
+    c.wait_until(lambda: cl.describe_topic(TOPIC)[0]["replicas"] == [3, leader]
+                 and not cl.reassignments(), 20, "reassignment done")
+    lg = c.broker(3).log_manager.get_log(TP)
+    assert lg.log_start_offset == 0 and lg.log_end_offset == 60
+    cl.elect_preferred_leaders([(TOPIC, 0)])
+    c.wait_until(lambda: cl.leader(TOPIC, 0, refresh=True) == 3, 15, "the new replica leads")
+    assert c.broker(3).log_start_offset(TP) == 0
+    assert [r.value for r in cl.read_all(TOPIC, 0)] == [_value(i) for i in range(60)]
+
+
 def _tiered_log(path: Path, **kwargs: object) -> Log:
     return Log.open(path / f"{TOPIC}-0", LogConfig(segment_bytes=1024,
                                                    remote_storage_enable=True),
