@@ -20,6 +20,9 @@ from typing import Any
 import kafka.protocol as _kp
 from kafka.protocol.api_message import ApiMessage
 
+from kafka_tiers.kafka.request_counts import MalformedBody, count_elements
+from kafka_tiers.kafka.request_counts import TooManyElements as _TooMany
+
 API_VERSIONS_KEY = 18
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -27,6 +30,11 @@ _I16 = struct.Struct(">h")
 
 class FrameError(ValueError):
     """A request frame that cannot be read: the connection is closed (Kafka does the same)."""
+
+
+class TooManyElements(FrameError):
+    """A request whose arrays declare more elements in all than the server's bound (see
+    :mod:`kafka_tiers.kafka.request_counts`): refused before it is decoded."""
 
 
 @dataclass(frozen=True)
@@ -76,19 +84,34 @@ def peek_header(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     return key, version, corr
 
 
-def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int
-                   ) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
+                   max_elements: int | None = None) -> tuple[RequestHeader, Any]:
     """Decode a whole request (header and body) of a supported key and version.
 
+    Args:
+        max_elements: when given, the body's arrays may declare at most this many elements
+            in all, counted by a pre-pass that reads only lengths
+            (:func:`kafka_tiers.kafka.request_counts.count_elements`) before anything is
+            decoded.
+
     Raises:
+        TooManyElements: the arrays declare more than ``max_elements`` elements.
         FrameError: the bytes do not decode as that request.
     """
     cls = REQUESTS[api_key]
     view = memoryview(frame)
+    size = header_size(view, bool(cls.flexible_version_q(api_version)))
+    if max_elements is not None:
+        try:
+            count_elements(view[size:], cls, api_version, max_elements)
+        except _TooMany as exc:
+            raise TooManyElements(f"{cls.__name__} v{api_version}: {exc}") from None
+        except MalformedBody as exc:
+            raise FrameError(f"{cls.__name__} v{api_version} does not decode: {exc}"
+                             ) from None
     try:
         # the header is parsed from its own bytes and the body read in place: decoding the
         # whole frame with header=True copies it twice (a 1 MiB Produce costs ~1 ms more)
-        size = header_size(view, bool(cls.flexible_version_q(api_version)))
         hdr = cls.parse_header(io.BytesIO(bytes(view[:size])), version=api_version)
         msg = cls.decode(view[size:], version=api_version)
     except Exception as exc:
@@ -161,5 +184,5 @@ def encode_response(response: Any, api_key: int, api_version: int, correlation_i
 
 
 __all__ = ["API_VERSIONS_KEY", "REQUESTS", "RESPONSES", "FrameError", "RequestHeader",
-           "decode_request", "encode_response", "flexible", "header_size", "peek_header",
-           "response_class", "response_header"]
+           "TooManyElements", "decode_request", "encode_response", "flexible", "header_size",
+           "peek_header", "response_class", "response_header"]

@@ -29,11 +29,29 @@ KAFKA_LISTENER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("listener.security.protocol.map", String(), None,
               "NAME:PROTOCOL,... (Kafka's default maps PLAINTEXT, SSL, SASL_PLAINTEXT and "
               "SASL_SSL to themselves); PLAINTEXT is served today."),
-    ConfigKey("max.connections", Int(min=1, bits=32), 1000,
-              "Kafka-protocol connections accepted at once per broker; more are closed "
-              "(Kafka's default is unbounded; each connection here has a thread)."),
+    ConfigKey("max.connections", Int(min=1, bits=32), None,
+              "Kafka-protocol connections open at once per broker; more are closed at once "
+              "(one WARN a minute). Unset: the process's open-file limit (RLIMIT_NOFILE) less "
+              "log.open.files.max and 256 for the rest (Kafka's default is unbounded). An idle "
+              "connection costs a descriptor and a few hundred bytes, no thread."),
+    ConfigKey("max.connections.per.ip", Int(min=1, bits=32), None,
+              "Kafka-protocol connections open at once from one client address; more are "
+              "closed at once. Unset: max.connections (Kafka's default is unbounded)."),
     ConfigKey("connections.max.idle.ms", Int(min=1), 600000,
-              "A Kafka-protocol connection silent this long is closed."),
+              "A Kafka-protocol connection with no request under way and none started for "
+              "this long is closed (a request being read is bounded by request.timeout.ms)."),
+    ConfigKey("queued.max.request.bytes", Int(min=-1), 104857600,
+              "Bytes of Kafka requests being read or waiting for a handler, across all "
+              "connections (Kafka's key; Kafka's default -1 is unbounded, here 100 MiB). A "
+              "frame's announced size is reserved once its length prefix is read (nothing is "
+              "allocated until bytes arrive); a connection whose next frame does not fit is "
+              "not read until memory frees (a frame larger than the whole bound is read when "
+              "nothing else is). -1: unbounded."),
+    ConfigKey("request.handler.threads.max", Int(min=1, bits=32), 256,
+              "Threads handling Kafka requests at once (made on demand, ended after 60 s "
+              "idle); more requests wait in order. A waiting Fetch or acks=all Produce holds "
+              "its thread while it waits. Not a Kafka key (Kafka's num.io.threads park waiting "
+              "requests in purgatories instead)."),
     ConfigKey("socket.listen.backlog.size", Int(min=1, bits=32), 50,
               "The listen backlog of each listener socket."),
     ConfigKey("max.incremental.fetch.session.cache.slots", Int(min=0, bits=32), 1000,

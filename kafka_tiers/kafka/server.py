@@ -1,18 +1,50 @@
 """The Kafka protocol server of one broker: its listeners' sockets and connections.
 
-Per connection, one request is read, handled and answered at a time, in order (Kafka mutes a
-channel while a request is in flight; clients that pipeline simply wait). A frame whose size
-is negative or above ``socket.request.max.bytes``, or that does not decode, closes that
-connection only, with one WARN line; every other connection goes on. Connections beyond
-``max.connections`` are closed at once; a connection idle for ``connections.max.idle.ms`` is
-closed.
+Threads (Kafka's network and request-handler split):
+
+- one *network* thread runs a selector over every listener and connection: it accepts,
+  reads each connection's frames incrementally (non-blocking, the buffer grown as bytes
+  arrive: never preallocated from the announced size), and closes idle and stalled
+  connections. An idle or slow connection holds a descriptor and a few hundred bytes, no
+  thread.
+- a complete request goes to a *handler* thread (made on demand, at most
+  ``request.handler.threads.max``, queued in order beyond), which decodes it, runs its
+  handler and writes the response. While a request is in flight its connection is muted (not
+  read), as Kafka does, so responses go out in request order; clients that pipeline wait.
+
+Bounds, each checked before it costs anything:
+
+- ``max.connections`` and ``max.connections.per.ip``: a connection beyond either is closed at
+  once (one WARN a minute).
+- ``socket.request.max.bytes``: a frame whose length prefix is negative or larger closes that
+  connection only, with one WARN line.
+- ``queued.max.request.bytes``: a frame's announced size is reserved from one pool when its
+  length prefix arrives; a connection whose frame does not fit is not read until memory frees
+  (in arrival order; a frame larger than the whole pool is read when the pool is empty).
+- ``request.timeout.ms``: a frame must arrive whole within this time of its first byte (of
+  its reservation, once it waited for memory), else the connection is closed (slow-loris
+  clients cannot pin memory or a connection slot); a response the client does not read for
+  this long closes the connection too.
+- ``connections.max.idle.ms``: a connection with no request under way for this long is
+  closed.
+- counts before cost: a request whose arrays declare more elements in all than
+  ``max.request.topics + max.request.partitions * (max.replication.factor + 2)`` is refused
+  (one WARN, connection closed) by a pre-pass that reads only lengths, before it is decoded
+  (:mod:`kafka_tiers.kafka.request_counts`).
+
+A frame that does not decode closes its connection only, with one WARN line; every other
+connection goes on.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
+import resource
+import select
+import selectors
 import socket
 import struct
 import threading
@@ -38,6 +70,30 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SIZE = struct.Struct(">i")
 UNSUPPORTED_VERSION = 35
+#: bytes read from one connection per readiness event (fairness between connections)
+READ_CHUNK = 256 * 1024
+#: descriptors kept for everything but Kafka connections when max.connections is derived
+FD_RESERVE = 256
+#: a handler thread with nothing to do for this long ends
+HANDLER_IDLE_S = 60.0
+
+
+def default_max_connections(log_open_files_max: int) -> int:
+    """``max.connections`` when unset: the soft open-file limit less the log's descriptors
+    (``log.open.files.max``) and :data:`FD_RESERVE`, at least 16."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(16, int(soft) - log_open_files_max - FD_RESERVE)
+
+
+def max_request_elements(config: Any) -> int:
+    """The most array elements one request may declare in all: the largest request the
+    per-API bounds admit (a CreateTopics of ``max.request.partitions`` partitions, each
+    with a manual assignment of ``max.replication.factor`` replicas, in
+    ``max.request.topics`` topics) with room to spare."""
+    return (int(config["max.request.topics"]) + int(config["max.request.partitions"])
+            * (int(config["max.replication.factor"]) + 2))
 
 
 class _Listener:
@@ -46,15 +102,135 @@ class _Listener:
         self.sock = sock
         _host, port = sock.getsockname()[:2]
         self.bound = (spec.host or "", int(port))
-        self.thread: threading.Thread | None = None
+
+
+class _Conn:
+    """One connection's state, owned by the network thread (a handler thread holds it only
+    while its request is in flight, the connection muted)."""
+
+    __slots__ = ("body", "head", "ip", "last", "lst", "peer", "reserved", "size", "sock",
+                 "started")
+
+    def __init__(self, sock: socket.socket, lst: _Listener, ip: str, peer: str,
+                 now: float) -> None:
+        self.sock = sock
+        self.lst = lst
+        self.ip = ip
+        self.peer = peer
+        self.head = b""  # the length prefix read so far
+        self.size = -1  # the frame's announced size, once its prefix is read
+        self.body = bytearray()  # grown as bytes arrive
+        self.reserved = 0  # bytes of queued.max.request.bytes held
+        self.started = 0.0  # when the frame under way started (0: none)
+        self.last = now  # the last request or response
+
+
+class _MemoryPool:
+    """``queued.max.request.bytes``: reservations of announced frame sizes, thread-safe.
+    A reservation that does not fit waits in the network thread's queue (FIFO)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity if capacity > 0 else None
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def try_reserve(self, n: int) -> bool:
+        with self._lock:
+            if self.capacity is not None and self.used > 0 \
+                    and self.used + n > self.capacity:
+                return False
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        if n:
+            with self._lock:
+                self.used -= n
+
+
+class _Handlers:
+    """Handler threads made on demand up to ``limit``; jobs beyond wait in order. Threads
+    idle for :data:`HANDLER_IDLE_S` end."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._jobs: collections.deque[Callable[[], None]] = collections.deque()
+        self._cond = threading.Condition()
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0
+        self._stopping = False
+        self._made = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._cond:
+            self._jobs.append(job)
+            if self._idle >= len(self._jobs):
+                self._cond.notify()
+            elif len(self._threads) < self.limit:
+                self._made += 1
+                t = threading.Thread(target=self._run, daemon=True,
+                                     name=f"kafka-handler-{self._made}")
+                self._threads.add(t)
+                t.start()
+
+    def busy(self) -> int:
+        """Threads running a job now."""
+        with self._cond:
+            return len(self._threads) - self._idle
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    if self._stopping:
+                        self._threads.discard(me)
+                        return
+                    self._idle += 1
+                    woke = self._cond.wait(HANDLER_IDLE_S)
+                    self._idle -= 1
+                    if not woke and not self._jobs:
+                        self._threads.discard(me)
+                        return
+                job = self._jobs.popleft()
+            try:
+                job()
+            except Exception:  # a job logs its own failures; never lose the thread
+                log.exception("kafka handler thread: a job failed")
+
+    def stop(self, deadline: float) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            threads = list(self._threads)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+class _RateLimitedWarning:
+    """One WARN line a minute for a repeated event, with the count since the last line."""
+
+    def __init__(self) -> None:
+        self._last = -1e9
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, msg: str, *args: Any) -> None:
+        with self._lock:
+            self._count += 1
+            now = time.monotonic()
+            if now - self._last < 60:
+                return
+            self._last, count, self._count = now, self._count, 0
+        log.warning(msg + " (%d time(s) in the last minute)", *args, count)
 
 
 class KafkaServer:
     """The Kafka listeners of ``broker`` (see the module docstring).
 
     :meth:`bind` opens the sockets (so the ports are known before the broker registers),
-    :meth:`serve` starts accepting, :meth:`stop` closes everything and waits for the
-    connection threads (bounded). Handlers come from :func:`kafka_tiers.kafka.registry.apis`.
+    :meth:`serve` starts the network thread, :meth:`stop` closes everything and waits for
+    the threads (bounded). Handlers come from :func:`kafka_tiers.kafka.registry.apis`.
     """
 
     def __init__(self, broker: Broker) -> None:
@@ -62,14 +238,35 @@ class KafkaServer:
         cfg = broker.config
         self.specs = listener_specs(cfg)
         self.max_request_bytes = int(cfg["socket.request.max.bytes"])
-        self.max_connections = int(cfg["max.connections"])
+        given = cfg["max.connections"]
+        self.max_connections = (int(given) if given is not None
+                                else default_max_connections(int(cfg["log.open.files.max"])))
+        per_ip = cfg["max.connections.per.ip"]
+        self.max_connections_per_ip = int(per_ip) if per_ip is not None \
+            else self.max_connections
         self.idle_s = int(cfg["connections.max.idle.ms"]) / 1000.0
+        self.frame_timeout_s = int(cfg["request.timeout.ms"]) / 1000.0
+        self.max_elements = max_request_elements(cfg)
+        self.memory = _MemoryPool(int(cfg["queued.max.request.bytes"]))
         self.apis: dict[int, Api] = dict(apis())
         self._listeners: list[_Listener] = []
-        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._conns: dict[int, _Conn] = {}  # by descriptor; the network thread's
+        self._per_ip: collections.Counter[str] = collections.Counter()
+        self._waiting: collections.deque[_Conn] = collections.deque()  # for memory
+        self._returned: collections.deque[tuple[_Conn, bool]] = collections.deque()
+        self._handlers = _Handlers(int(cfg["request.handler.threads.max"]))
         self._lock = threading.Lock()
         self._components: dict[str, Any] = {}
         self._stopping = threading.Event()
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._thread: threading.Thread | None = None
+        self._accept_paused_until = 0.0
+        self._warn_full = _RateLimitedWarning()
+        self._warn_stalled = _RateLimitedWarning()
+        self._warn_accept = _RateLimitedWarning()
 
     # ------------------------------------------------------------------ lifecycle
     def bind(self) -> dict[str, tuple[str, int]]:
@@ -92,6 +289,7 @@ class KafkaServer:
                 raise OSError(exc.errno, f"listener {spec.name} cannot bind "
                               f"{spec.host or '0.0.0.0'}:{spec.port}: {exc.strerror}") from None
             sock.listen(int(self.broker.config["socket.listen.backlog.size"]))
+            sock.setblocking(False)
             self._listeners.append(_Listener(spec, sock))
         return self.advertised()
 
@@ -105,12 +303,16 @@ class KafkaServer:
         return ",".join(f"{h}:{p}" for h, p in self.advertised().values())
 
     def serve(self) -> None:
-        """Start accepting connections on every bound listener."""
+        """Start the network thread: accepting and reading on every bound listener."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._wake_r, selectors.EVENT_READ, None)
         for lst in self._listeners:
-            t = threading.Thread(target=self._accept_loop, args=(lst,), daemon=True,
-                                 name=f"kafka-listener-{lst.spec.name}-{lst.bound[1]}")
-            lst.thread = t
-            t.start()
+            sel.register(lst.sock, selectors.EVENT_READ, lst)
+        self._selector = sel
+        ports = ",".join(str(lst.bound[1]) for lst in self._listeners)
+        self._thread = threading.Thread(target=self._network_loop, daemon=True,
+                                        name=f"kafka-network-{ports}")
+        self._thread.start()
 
     def close_sockets(self) -> None:
         for lst in self._listeners:
@@ -118,23 +320,30 @@ class KafkaServer:
                 lst.sock.close()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Close the listeners and every connection, wait for their threads (at most
-        ``timeout`` seconds in all) and close the shared components. Idempotent."""
-        self._stopping.set()
-        for lst in self._listeners:
-            with contextlib.suppress(OSError):
-                lst.sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                lst.sock.close()
-        with self._lock:
-            conns = dict(self._conns)
-        for sock in conns:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        """Close the listeners and every connection, wait for the network and handler
+        threads (at most ``timeout`` seconds in all) and close the shared components.
+        Idempotent."""
         deadline = time.monotonic() + timeout
-        for t in [lst.thread for lst in self._listeners] + list(conns.values()):
-            if t is not None and t is not threading.current_thread():
-                t.join(max(0.0, deadline - time.monotonic()))
+        self._stopping.set()
+        self._wake()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        self.close_sockets()
+        conns = list(self._conns.values())
+        for c in conns:  # in-flight handlers see their writes fail and return
+            with contextlib.suppress(OSError):
+                c.sock.shutdown(socket.SHUT_RDWR)
+        self._handlers.stop(deadline)
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.sock.close()
+        self._conns.clear()
+        if self._selector is not None:
+            with contextlib.suppress(Exception):
+                self._selector.close()
+        for s in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                s.close()
         with self._lock:
             comps, self._components = dict(self._components), {}
         for comp in comps.values():
@@ -156,73 +365,239 @@ class KafkaServer:
                 self._components[key] = comp
             return comp
 
-    # ------------------------------------------------------------------ connections
-    def _accept_loop(self, lst: _Listener) -> None:
-        warned = 0.0
-        while not self._stopping.is_set():
-            try:
-                conn, addr = lst.sock.accept()
-            except OSError:
-                return
-            with self._lock:
-                full = len(self._conns) >= self.max_connections
-            if full or self._stopping.is_set():
-                now = time.monotonic()
-                if now - warned > 60:
-                    warned = now
-                    log.warning("kafka listener %s: max.connections (%d) reached; closing new "
-                                "connections", lst.spec.name, self.max_connections)
-                conn.close()
-                continue
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            t = threading.Thread(target=self._connection, args=(lst, conn, addr), daemon=True,
-                                 name=f"kafka-conn-{addr[1]}")
-            with self._lock:
-                self._conns[conn] = t
-            t.start()
+    def connection_count(self) -> int:
+        """Connections open now (accepted, not yet closed)."""
+        return len(self._conns)
 
-    def _connection(self, lst: _Listener, conn: socket.socket, addr: Any) -> None:
-        peer = f"{addr[0]}:{addr[1]}"
+    def queued_request_bytes(self) -> int:
+        """Bytes of ``queued.max.request.bytes`` reserved now."""
+        return self.memory.used
+
+    # ------------------------------------------------------------------ the network thread
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def _tick(self) -> float:
+        return max(0.01, min(1.0, self.frame_timeout_s / 4, self.idle_s / 4))
+
+    def _network_loop(self) -> None:
+        sel = self._selector
+        assert sel is not None
+        tick = self._tick()
+        next_sweep = time.monotonic() + tick
         try:
-            conn.settimeout(self.idle_s)
             while not self._stopping.is_set():
-                frame = self._read_frame(conn, peer, lst)
-                if frame is None:
-                    return
-                if not self._handle(lst, conn, peer, frame):
-                    return
-        except TimeoutError:
-            log.debug("kafka connection %s idle for connections.max.idle.ms; closed", peer)
-        except OSError as exc:
-            log.debug("kafka connection %s: %s", peer, exc)
-        finally:
-            with self._lock:
-                self._conns.pop(conn, None)
+                timeout = max(0.0, next_sweep - time.monotonic())
+                for key, _mask in sel.select(timeout):
+                    data = key.data
+                    if data is None:
+                        with contextlib.suppress(OSError):
+                            while self._wake_r.recv(4096):
+                                pass
+                    elif isinstance(data, _Listener):
+                        self._accept(data)
+                    else:
+                        self._read(data)
+                    if self._stopping.is_set():
+                        return
+                self._take_returned()
+                self._admit_waiting()
+                now = time.monotonic()
+                if now >= next_sweep:
+                    self._sweep(now)
+                    next_sweep = now + tick
+        except Exception:
+            log.exception("kafka network thread failed; the listener stops serving")
+
+    def _accept(self, lst: _Listener) -> None:
+        for _ in range(64):  # then let the others run
+            try:
+                sock, addr = lst.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and the like: pause accepting a moment
+                self._warn_accept("kafka listener %s cannot accept connections: %s",
+                                  lst.spec.name, exc)
+                self._pause_accepting()
+                return
+            ip = str(addr[0])
+            if len(self._conns) >= self.max_connections:
+                self._warn_full("kafka listener %s: max.connections (%d) reached; closing new "
+                                "connections", lst.spec.name, self.max_connections)
+                sock.close()
+                continue
+            if self._per_ip[ip] >= self.max_connections_per_ip:
+                self._warn_full("kafka listener %s: max.connections.per.ip (%d) reached for "
+                                "%s; closing its new connections", lst.spec.name,
+                                self.max_connections_per_ip, ip)
+                sock.close()
+                continue
+            sock.setblocking(False)
             with contextlib.suppress(OSError):
-                conn.close()
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Conn(sock, lst, ip, f"{addr[0]}:{addr[1]}", time.monotonic())
+            self._conns[sock.fileno()] = conn
+            self._per_ip[ip] += 1
+            assert self._selector is not None
+            self._selector.register(sock, selectors.EVENT_READ, conn)
 
-    def _read_exact(self, conn: socket.socket, n: int) -> bytearray | None:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = conn.recv_into(view[got:], n - got)
-            if k == 0:
-                return None
-            got += k
-        return buf
+    def _pause_accepting(self) -> None:
+        assert self._selector is not None
+        self._accept_paused_until = time.monotonic() + 0.1
+        for lst in self._listeners:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.unregister(lst.sock)
 
-    def _read_frame(self, conn: socket.socket, peer: str, lst: _Listener) -> bytearray | None:
-        head = self._read_exact(conn, 4)
-        if head is None:
-            return None
-        (size,) = _SIZE.unpack(head)
-        if size < 0 or size > self.max_request_bytes:
-            log.warning("kafka listener %s: %s sent a frame of %d bytes (socket.request.max."
-                        "bytes is %d); connection closed", lst.spec.name, peer, size,
-                        self.max_request_bytes)
-            return None
-        return self._read_exact(conn, size)
+    def _resume_accepting(self) -> None:
+        assert self._selector is not None
+        self._accept_paused_until = 0.0
+        for lst in self._listeners:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.register(lst.sock, selectors.EVENT_READ, lst)
+
+    def _close(self, c: _Conn, registered: bool = True) -> None:
+        if registered and self._selector is not None:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.unregister(c.sock)
+        self._conns.pop(c.sock.fileno(), None)
+        self._per_ip[c.ip] -= 1
+        if self._per_ip[c.ip] <= 0:
+            del self._per_ip[c.ip]
+        self.memory.release(c.reserved)
+        c.reserved = 0
+        c.body = bytearray()
+        with contextlib.suppress(OSError):
+            c.sock.close()
+
+    def _read(self, c: _Conn) -> None:
+        try:
+            if c.size < 0:
+                data = c.sock.recv(4 - len(c.head))
+                if not data:
+                    self._close(c)
+                    return
+                if not c.head:
+                    c.started = time.monotonic()
+                c.head += data
+                if len(c.head) < 4:
+                    return
+                (size,) = _SIZE.unpack(c.head)
+                c.head = b""
+                if size < 0 or size > self.max_request_bytes:
+                    log.warning("kafka listener %s: %s sent a frame of %d bytes (socket."
+                                "request.max.bytes is %d); connection closed",
+                                c.lst.spec.name, c.peer, size, self.max_request_bytes)
+                    self._close(c)
+                    return
+                c.size = size
+                if self._waiting or not self.memory.try_reserve(size):
+                    assert self._selector is not None
+                    self._selector.unregister(c.sock)  # not read until memory frees
+                    c.started = 0.0
+                    self._waiting.append(c)
+                    return
+                c.reserved = size
+                if size == 0:
+                    self._dispatch(c)
+                return
+            data = c.sock.recv(min(READ_CHUNK, c.size - len(c.body)))
+            if not data:
+                self._close(c)
+                return
+            c.body += data
+            if len(c.body) >= c.size:
+                self._dispatch(c)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.debug("kafka connection %s: %s", c.peer, exc)
+            self._close(c)
+
+    def _admit_waiting(self) -> None:
+        """Connections waiting for memory, in arrival order, while their frames fit."""
+        while self._waiting:
+            c = self._waiting[0]
+            if not self.memory.try_reserve(c.size):
+                return
+            self._waiting.popleft()
+            c.reserved = c.size
+            c.started = time.monotonic()
+            if c.size == 0:
+                self._dispatch(c, registered=False)
+                continue
+            assert self._selector is not None
+            self._selector.register(c.sock, selectors.EVENT_READ, c)
+
+    def _dispatch(self, c: _Conn, registered: bool = True) -> None:
+        """Mute the connection and hand its complete frame to a handler thread."""
+        if registered:
+            assert self._selector is not None
+            self._selector.unregister(c.sock)
+        frame, c.body = c.body, bytearray()
+        c.size = -1
+        c.started = 0.0
+        self._handlers.submit(lambda: self._serve(c, frame))
+
+    def _take_returned(self) -> None:
+        """Connections whose request is done: unmuted, or closed."""
+        while self._returned:
+            c, keep = self._returned.popleft()
+            if not keep or self._stopping.is_set():
+                self._close(c, registered=False)
+                continue
+            c.last = time.monotonic()
+            assert self._selector is not None
+            try:
+                self._selector.register(c.sock, selectors.EVENT_READ, c)
+            except (ValueError, OSError):
+                self._close(c, registered=False)
+
+    def _sweep(self, now: float) -> None:
+        """Close stalled frames (``request.timeout.ms``) and idle connections."""
+        if self._accept_paused_until and now >= self._accept_paused_until:
+            self._resume_accepting()
+        waiting = {id(c) for c in self._waiting}
+        for c in list(self._conns.values()):
+            if c.started:
+                if now - c.started > self.frame_timeout_s:
+                    self._warn_stalled(
+                        "kafka listener %s: closed connections that did not send a whole "
+                        "request within request.timeout.ms (%d ms; the last: %s)",
+                        c.lst.spec.name, int(self.frame_timeout_s * 1000), c.peer)
+                    log.debug("kafka connection %s: frame incomplete after "
+                              "request.timeout.ms; closed", c.peer)
+                    self._close(c)
+            elif c.size < 0 and id(c) not in waiting and now - c.last > self.idle_s \
+                    and self._is_registered(c):
+                log.debug("kafka connection %s idle for connections.max.idle.ms; closed",
+                          c.peer)
+                self._close(c)
+
+    def _is_registered(self, c: _Conn) -> bool:
+        assert self._selector is not None
+        try:
+            self._selector.get_key(c.sock)
+        except (KeyError, ValueError):
+            return False
+        return True
+
+    # ------------------------------------------------------------------ handler threads
+    def _serve(self, c: _Conn, frame: bytearray) -> None:
+        keep = False
+        try:
+            keep = self._handle(c.lst, c.sock, c.peer, frame)
+        except (OSError, TimeoutError) as exc:
+            log.debug("kafka connection %s: %s", c.peer, exc)
+        except Exception:
+            log.exception("kafka connection %s: serving a request failed; connection closed",
+                          c.peer)
+        finally:
+            del frame
+            self.memory.release(c.reserved)
+            c.reserved = 0
+            self._returned.append((c, keep))
+            self._wake()
 
     def _handle(self, lst: _Listener, conn: socket.socket, peer: str, frame: bytearray
                 ) -> bool:
@@ -245,7 +620,12 @@ class KafkaServer:
                         version)
             return False
         try:
-            header, request = codec.decode_request(frame, key, version)
+            header, request = codec.decode_request(frame, key, version, self.max_elements)
+        except codec.TooManyElements as exc:
+            log.warning("kafka listener %s: %s: %s (max.request.topics + "
+                        "max.request.partitions * (max.replication.factor + 2)); refused "
+                        "before decoding, connection closed", lst.spec.name, peer, exc)
+            return False
         except codec.FrameError as exc:
             log.warning("kafka listener %s: %s: %s; connection closed", lst.spec.name, peer,
                         exc)
@@ -276,36 +656,52 @@ class KafkaServer:
         return bytes(resp.encode(version=0))
 
     def _send(self, conn: socket.socket, head: bytes, body: RawBody | None) -> None:
+        """The response frame on the (non-blocking) socket; a client that reads nothing
+        for ``request.timeout.ms`` gets :class:`TimeoutError`."""
+        wait = self.frame_timeout_s
         try:
             size = len(head) + (len(body) if body is not None else 0)
             if body is None:
-                conn.sendall(_SIZE.pack(size) + head)
+                _send_all(conn, _SIZE.pack(size) + head, wait)
                 return
             pending = bytearray(_SIZE.pack(size) + head)
             for part in body.parts:
                 if isinstance(part, FileRegion):
                     if pending:
-                        conn.sendall(pending)
+                        _send_all(conn, pending, wait)
                         pending = bytearray()
-                    _send_region(conn, part)
+                    _send_region(conn, part, wait)
                 else:
                     pending += part
             if pending:
-                conn.sendall(pending)
+                _send_all(conn, pending, wait)
         finally:
             if body is not None:
                 body.close()
 
 
-def _send_region(conn: socket.socket, region: FileRegion) -> None:
+def _send_all(conn: socket.socket, data: bytes | bytearray, wait: float) -> None:
+    """All of ``data`` on a non-blocking socket, waiting at most ``wait`` seconds for each
+    chance to write."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = conn.send(view)
+        except (BlockingIOError, InterruptedError):
+            _wait_writable(conn, wait)
+            continue
+        view = view[sent:]
+
+
+def _send_region(conn: socket.socket, region: FileRegion, wait: float) -> None:
     """``region``'s bytes to the socket: ``os.sendfile`` (zero copy), else read and send."""
     offset, left = region.offset, region.count
     try:
         while left > 0:
             try:
                 sent = os.sendfile(conn.fileno(), region.fd, offset, left)
-            except BlockingIOError:  # a socket timeout makes the fd non-blocking: wait
-                _wait_writable(conn)
+            except (BlockingIOError, InterruptedError):
+                _wait_writable(conn, wait)
                 continue
             except OSError as exc:
                 if exc.errno not in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: copy
@@ -314,7 +710,7 @@ def _send_region(conn: socket.socket, region: FileRegion) -> None:
                 if len(data) != left:
                     raise OSError(f"segment shorter than announced ({len(data)} of {left} "
                                   "bytes)") from None
-                conn.sendall(data)
+                _send_all(conn, data, wait)
                 return
             if sent == 0:
                 raise OSError("segment shorter than announced: the file ended early")
@@ -324,12 +720,12 @@ def _send_region(conn: socket.socket, region: FileRegion) -> None:
         region.close()
 
 
-def _wait_writable(conn: socket.socket) -> None:
-    import select
-    timeout = conn.gettimeout()
-    _, w, _ = select.select([], [conn], [], timeout)
-    if not w:
-        raise TimeoutError("the client does not read its response")
+def _wait_writable(conn: socket.socket, wait: float) -> None:
+    poller = select.poll()  # not select(): descriptors above 1024 are usual here
+    poller.register(conn.fileno(), select.POLLOUT)
+    if not poller.poll(wait * 1000):
+        raise TimeoutError(f"the client read nothing of its response for {wait:g} s "
+                           "(request.timeout.ms)")
 
 
-__all__ = ["KafkaServer"]
+__all__ = ["KafkaServer", "default_max_connections", "max_request_elements"]
