@@ -199,8 +199,11 @@ class _Handlers:
                 log.exception("kafka handler thread: a job failed")
 
     def stop(self, deadline: float) -> None:
+        """Drop the jobs not started (their connections are closing) and wait for the
+        running ones until ``deadline``."""
         with self._cond:
             self._stopping = True
+            self._jobs.clear()
             self._cond.notify_all()
             threads = list(self._threads)
         for t in threads:
@@ -398,7 +401,12 @@ class KafkaServer:
                     elif isinstance(data, _Listener):
                         self._accept(data)
                     else:
-                        self._read(data)
+                        try:
+                            self._read(data)
+                        except Exception:  # one connection's bug never stops the others
+                            log.exception("kafka connection %s: reading failed; closed",
+                                          data.peer)
+                            self._close(data)
                     if self._stopping.is_set():
                         return
                 self._take_returned()
@@ -460,7 +468,8 @@ class KafkaServer:
         if registered and self._selector is not None:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self._selector.unregister(c.sock)
-        self._conns.pop(c.sock.fileno(), None)
+        if self._conns.pop(c.sock.fileno(), None) is None:
+            return  # closed already
         self._per_ip[c.ip] -= 1
         if self._per_ip[c.ip] <= 0:
             del self._per_ip[c.ip]
