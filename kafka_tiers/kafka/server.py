@@ -20,7 +20,9 @@ Bounds, each checked before it costs anything:
   connection only, with one WARN line.
 - ``queued.max.request.bytes``: a frame's announced size is reserved from one pool when its
   length prefix arrives; a connection whose frame does not fit is not read until memory frees
-  (in arrival order; a frame larger than the whole pool is read when the pool is empty).
+  (in arrival order; a frame larger than the pool is read when the pool is empty). An eighth
+  of the pool is kept for frames of at most 64 KiB, so large frames sent slowly never keep
+  small requests (Metadata, heartbeats, commits, fetches) waiting.
 - ``request.timeout.ms``: a frame must arrive whole within this time of its first byte (of
   its reservation, once it waited for memory), else the connection is closed (slow-loris
   clients cannot pin memory or a connection slot); a response the client does not read for
@@ -74,6 +76,8 @@ UNSUPPORTED_VERSION = 35
 READ_CHUNK = 256 * 1024
 #: descriptors kept for everything but Kafka connections when max.connections is derived
 FD_RESERVE = 256
+#: frames up to this size may use the eighth of queued.max.request.bytes kept for them
+SMALL_FRAME = 64 * 1024
 #: a handler thread with nothing to do for this long ends
 HANDLER_IDLE_S = 60.0
 
@@ -120,32 +124,60 @@ class _Conn:
         self.head = b""  # the length prefix read so far
         self.size = -1  # the frame's announced size, once its prefix is read
         self.body = bytearray()  # grown as bytes arrive
-        self.reserved = 0  # bytes of queued.max.request.bytes held
+        self.reserved: tuple[bool, int] | None = None  # queued.max.request.bytes held
         self.started = 0.0  # when the frame under way started (0: none)
         self.last = now  # the last request or response
 
 
 class _MemoryPool:
     """``queued.max.request.bytes``: reservations of announced frame sizes, thread-safe.
-    A reservation that does not fit waits in the network thread's queue (FIFO)."""
+
+    An eighth of the bound is kept for frames of at most :data:`SMALL_FRAME` bytes (Metadata,
+    heartbeats, commits, fetch requests), so a few large frames sent slowly cannot keep every
+    small request waiting; the rest serves any frame, in arrival order (the network thread
+    queues those that do not fit). A frame larger than the rest is admitted when the rest is
+    unused. The two parts never hold more than the bound in all.
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity if capacity > 0 else None
-        self.used = 0
+        self.small_share = capacity // 8 if capacity > 0 else 0
+        self.main_share = capacity - self.small_share
+        self.small_used = 0
+        self.main_used = 0
+        self.freed = False  # memory was released since the waiters were last tried
         self._lock = threading.Lock()
 
-    def try_reserve(self, n: int) -> bool:
-        with self._lock:
-            if self.capacity is not None and self.used > 0 \
-                    and self.used + n > self.capacity:
-                return False
-            self.used += n
-            return True
+    @property
+    def used(self) -> int:
+        return self.small_used + self.main_used
 
-    def release(self, n: int) -> None:
-        if n:
-            with self._lock:
-                self.used -= n
+    def try_reserve(self, n: int, main: bool = True) -> tuple[bool, int] | None:
+        """A reservation of ``n`` bytes, ``(small, n)``, or None when it does not fit;
+        ``main=False``: only the small frames' share may be used (an earlier frame waits
+        for the rest)."""
+        with self._lock:
+            if self.capacity is None:
+                self.main_used += n
+                return (False, n)
+            if n <= SMALL_FRAME and self.small_used + n <= self.small_share:
+                self.small_used += n
+                return (True, n)
+            if main and (self.main_used == 0 or self.main_used + n <= self.main_share):
+                self.main_used += n
+                return (False, n)
+            return None
+
+    def release(self, ticket: tuple[bool, int] | None) -> None:
+        if ticket is None:
+            return
+        small, n = ticket
+        with self._lock:
+            if small:
+                self.small_used -= n
+            else:
+                self.main_used -= n
+            self.freed = True
 
 
 class _Handlers:
@@ -474,7 +506,7 @@ class KafkaServer:
         if self._per_ip[c.ip] <= 0:
             del self._per_ip[c.ip]
         self.memory.release(c.reserved)
-        c.reserved = 0
+        c.reserved = None
         c.body = bytearray()
         with contextlib.suppress(OSError):
             c.sock.close()
@@ -500,13 +532,14 @@ class KafkaServer:
                     self._close(c)
                     return
                 c.size = size
-                if self._waiting or not self.memory.try_reserve(size):
+                ticket = self.memory.try_reserve(size, main=not self._waiting)
+                if ticket is None:
                     assert self._selector is not None
                     self._selector.unregister(c.sock)  # not read until memory frees
                     c.started = 0.0
                     self._waiting.append(c)
                     return
-                c.reserved = size
+                c.reserved = ticket
                 if size == 0:
                     self._dispatch(c)
                 return
@@ -524,19 +557,28 @@ class KafkaServer:
             self._close(c)
 
     def _admit_waiting(self) -> None:
-        """Connections waiting for memory, in arrival order, while their frames fit."""
-        while self._waiting:
-            c = self._waiting[0]
-            if not self.memory.try_reserve(c.size):
-                return
-            self._waiting.popleft()
-            c.reserved = c.size
+        """Connections waiting for memory, in arrival order, once memory was freed: the
+        first that does not fit keeps every later one from the shared part (small frames
+        may still take the part kept for them)."""
+        if not self._waiting or not self.memory.freed:
+            return
+        self.memory.freed = False
+        still: collections.deque[_Conn] = collections.deque()
+        main = True
+        for c in self._waiting:
+            ticket = self.memory.try_reserve(c.size, main=main)
+            if ticket is None:
+                main = False
+                still.append(c)
+                continue
+            c.reserved = ticket
             c.started = time.monotonic()
             if c.size == 0:
                 self._dispatch(c, registered=False)
                 continue
             assert self._selector is not None
             self._selector.register(c.sock, selectors.EVENT_READ, c)
+        self._waiting = still
 
     def _dispatch(self, c: _Conn, registered: bool = True) -> None:
         """Mute the connection and hand its complete frame to a handler thread."""
@@ -604,7 +646,7 @@ class KafkaServer:
         finally:
             del frame
             self.memory.release(c.reserved)
-            c.reserved = 0
+            c.reserved = None
             self._returned.append((c, keep))
             self._wake()
 
