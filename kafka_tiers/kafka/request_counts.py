@@ -13,7 +13,8 @@ costs at most ``limit`` element steps however large the frame.
 The encoding rules mirrored are kafka-python's (which are Kafka's): non-flexible versions use
 ``int16`` string and ``int32`` bytes/array lengths (``-1``: null); flexible versions use
 unsigned varint lengths plus one (``0``: null) and end each struct with a tagged-field
-section (tagged values are walked with their field definition, unknown tags skipped); a
+section (tagged values are walked with their field definition, unknown tags skipped; each
+value's declared size says where the next one starts); a
 nested struct with ``nullableVersions`` starts with an ``int8`` marker (``-1``: null).
 A negative array length other than null is read as empty, as the decoder does.
 
@@ -247,7 +248,9 @@ def _tagged_step(tags: dict[int, tuple[int | None, _Step | None]]) -> _Step:
             size, pos = _uvarint(buf, pos)
             end = _check_end(buf, pos + size)
             step = tags.get(tag, (None, None))[1]
-            pos = step(buf, pos, state) if step is not None else end
+            if step is not None:  # counted; the declared size says where the next one is
+                step(buf, pos, state)
+            pos = end
         return pos
     return walk
 
