@@ -4,6 +4,7 @@ failover, bounded by snapshots, expired by ``offsets.retention.minutes``."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -478,6 +479,66 @@ def test_a_new_leader_loads_its_partitions_before_any_request(
     while not (settled(rest) and sorted(p for b in rest for p in leads(b)) == [0, 1, 2]):
         assert time.monotonic() < deadline, (lost, {b: leads(b) for b in rest})
         time.sleep(0.05)
+
+
+def test_requests_get_coordinator_load_in_progress_while_the_partition_loads(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a partition of __consumer_offsets loads (here: held by the test), its groups'
+    requests are answered at once with COORDINATOR_LOAD_IN_PROGRESS (14, retriable), not
+    parked on a handler thread; a Heartbeat gets NONE and ListGroups the error, as Kafka;
+    librdkafka retries through it; once loaded, the committed offsets are served."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    from kafka_tiers.kafka.groups import coordinator as coordinator_module
+    from kafka_tiers.kafka.groups.store import OffsetsPartition
+    from tests.kafka.clients import confluent_consumer_conf
+
+    with coordinator_conn(broker.bootstrap_servers, "slow") as conn:
+        assert commit(conn, "slow", {("t", 1): 7}) == {("t", 1): 0}
+        release = threading.Event()
+        loading = threading.Event()
+        original = OffsetsPartition.load
+
+        def held_load(self: OffsetsPartition) -> dict[bytes, bytes]:
+            loading.set()
+            release.wait(30)
+            return original(self)
+
+        monkeypatch.setattr(OffsetsPartition, "load", held_load)
+        tp = TopicPartition(OFFSETS_TOPIC, partition_for("slow", 3))
+        broker.become_leader(tp, broker.leadership(tp)[1] + 1)  # a new epoch: reloaded
+        assert loading.wait(10)
+        try:
+            started = time.monotonic()
+            assert fetch(conn, "slow", {"t": [1]})[0] == 14
+            assert commit(conn, "slow", {("t", 1): 8}) == {("t", 1): 14}
+            m = RawMember(broker.bootstrap_servers, "slow")
+            assert m.join_once().error_code == 14
+            m.close()
+            assert conn.call(12, 4, group_id="slow", generation_id=1, member_id="m",
+                             group_instance_id=None).error_code == 0
+            assert conn.call(16, 4, states_filter=[]).error_code == 14
+            d = conn.call(15, 5, groups=["slow"], include_authorized_operations=False)
+            assert d.groups[0].error_code == 14
+            # each answered without waiting for the load (LOAD_WAIT_S at most)
+            waited = time.monotonic() - started
+            assert waited < 6 * coordinator_module.LOAD_WAIT_S + 3, waited
+            consumer = Consumer(confluent_consumer_conf(broker.bootstrap_servers, "slow"))
+            try:
+                got: list[Any] = []
+                reader = threading.Thread(target=lambda: got.extend(consumer.committed(
+                    [CTopicPartition("t", 1)], timeout=20)), daemon=True)
+                reader.start()
+                time.sleep(1.0)  # librdkafka is answered 14 meanwhile and retries
+                release.set()
+                reader.join(25)
+                assert [(x.topic, x.partition, x.offset) for x in got] == [("t", 1, 7)]
+            finally:
+                consumer.close()
+        finally:
+            release.set()
+        assert fetch(conn, "slow", {"t": [1]}) == (0, {("t", 1): (7, "", 0)})
 
 
 def test_offset_requests_bounded_by_max_request_partitions(

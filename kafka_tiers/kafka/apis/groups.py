@@ -17,7 +17,7 @@ from typing import Any
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.groups.coordinator import coordinator_of
-from kafka_tiers.kafka.groups.errors import GROUP_ID_NOT_FOUND, NONE
+from kafka_tiers.kafka.groups.errors import GROUP_ID_NOT_FOUND, NONE, GroupError
 from kafka_tiers.kafka.groups.group import protocols_of
 from kafka_tiers.kafka.registry import handles
 
@@ -140,13 +140,17 @@ def list_groups(ctx: RequestContext, request: Any) -> Any:
     v = ctx.version
     states = [text(x) for x in request.states_filter or []] if v >= 4 else []
     types = {text(t).lower() for t in (request.types_filter or [])} if v >= 5 else set()
-    groups = [] if types and "classic" not in types else \
-        coordinator_of(ctx).list_groups(states)
+    error = NONE
+    try:
+        groups = [] if types and "classic" not in types else \
+            coordinator_of(ctx).list_groups(states)
+    except GroupError as exc:  # COORDINATOR_LOAD_IN_PROGRESS: no list until it is loaded
+        error, groups = exc.kafka_error_code, []
     cls = response_class(LIST_GROUPS_KEY, v)
     listed = [cls.ListedGroup(group_id=g, protocol_type=pt, group_state=st,
                               group_type="classic")
               for g, pt, st in groups]
-    fields: dict[str, Any] = {"error_code": NONE, "groups": listed}
+    fields: dict[str, Any] = {"error_code": error, "groups": listed}
     if v >= 1:
         fields["throttle_time_ms"] = 0
     return cls(**fields)

@@ -10,10 +10,14 @@ Which groups it coordinates
     brokers are live; standalone: the broker, one replica) with
     ``offsets.topic.num.partitions`` partitions.
 Loading and failover
-    A partition is loaded (its log read into groups and offsets) once this broker has become
-    its leader: by the timer thread, which looks every :data:`OWNERSHIP_CHECK_S` seconds, or
-    by the first request that needs it, whichever comes first, and always before that request
-    is answered; again when its leader epoch changed. A partition this broker no longer leads
+    A partition is loaded (its log read into groups and offsets) by the loader thread once
+    this broker has become its leader: the timer thread, which looks every
+    :data:`OWNERSHIP_CHECK_S` seconds, a FindCoordinator answered with this broker, or the
+    first request that needs it asks for the load, whichever comes first; again when its
+    leader epoch changed. A request never waits for a load longer than :data:`LOAD_WAIT_S`:
+    then it is answered COORDINATOR_LOAD_IN_PROGRESS (retriable, as Kafka answers while a
+    partition loads; a Heartbeat is answered NONE, as Kafka's classic coordinator does), so
+    a big partition's load holds no handler thread. A partition this broker no longer leads
     is unloaded (its groups are dropped; parked requests get NOT_COORDINATOR). Every change
     is written to the partition with ``acks=all`` before it is answered (see :mod:`.store`),
     so the next leader loads the same groups and offsets.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -42,6 +47,7 @@ from kafka_tiers.api import TopicPartition
 from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.groups import OFFSETS_TOPIC, partition_for
 from kafka_tiers.kafka.groups.errors import (
+    COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
     GROUP_ID_NOT_FOUND,
@@ -105,6 +111,9 @@ TICK_S = 0.02
 OWNERSHIP_CHECK_S = 0.25
 #: how long a topic's partition count is trusted by OffsetCommit's check
 TOPIC_CACHE_S = 1.0
+#: how long a request waits for its partition's load before it is answered
+#: COORDINATOR_LOAD_IN_PROGRESS (a small partition loads within it: no client retry)
+LOAD_WAIT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -179,7 +188,11 @@ class GroupCoordinator:
         self.max_request_partitions = int(cfg["max.request.partitions"])
         self._time = time_fn
         self._lock = threading.Lock()
-        self._load_lock = threading.Lock()
+        #: partitions whose load is queued or running -> set when it ends
+        self._loading: dict[int, threading.Event] = {}
+        #: the error of a partition's last failed load (answered to the requests waiting)
+        self._load_errors: dict[int, GroupError] = {}
+        self._load_queue: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         self._topic_lock = threading.Lock()
         self._num_partitions: int | None = None
         self._partitions: dict[int, OffsetsPartition] = {}
@@ -192,6 +205,9 @@ class GroupCoordinator:
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"group-coordinator-{self.broker.broker_id}")
         self._thread.start()
+        self._loader = threading.Thread(target=self._run_loader, daemon=True,
+                                        name=f"group-loader-{self.broker.broker_id}")
+        self._loader.start()
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -200,8 +216,11 @@ class GroupCoordinator:
         self._closed = True
         self._stop.set()
         self._wake.set()
+        self._load_queue.put(None)
         if self._thread is not threading.current_thread():
             self._thread.join(5)
+        if self._loader is not threading.current_thread():
+            self._loader.join(5)
         with self._lock:
             parts = list(self._partitions)
         for p in parts:
@@ -303,6 +322,10 @@ class GroupCoordinator:
             raise GroupError(COORDINATOR_NOT_AVAILABLE,
                              f"{OFFSETS_TOPIC}-{p} (the coordinator partition of {key!r}) "
                              "has no leader now; retry")
+        if view.leader == self.broker.broker_id and not self._closed:
+            epoch = self._leader_epoch(TopicPartition(OFFSETS_TOPIC, p))
+            if epoch is not None and self._current(p, epoch) is None:
+                self._schedule_load(p)  # the group's requests follow: load it meanwhile
         for b in cs.brokers():
             if b.node_id == view.leader:
                 return Coordinator(b.node_id, b.host, b.port)
@@ -335,7 +358,16 @@ class GroupCoordinator:
         p = partition_for(group_id, n)
         return self._load(p, group_id), p
 
-    def _load(self, p: int, group_id: str | None = None) -> OffsetsPartition:
+    def _load(self, p: int, group_id: str | None = None, *,
+              wait: float = LOAD_WAIT_S) -> OffsetsPartition:
+        """Partition ``p`` as loaded in its current leader epoch: its load is asked of the
+        loader thread when needed and waited for at most ``wait`` seconds.
+
+        Raises:
+            GroupError: NOT_COORDINATOR (this broker does not lead ``p``),
+                COORDINATOR_LOAD_IN_PROGRESS (the load is not over after ``wait``), or the
+                error of the load this request waited for.
+        """
         tp = TopicPartition(OFFSETS_TOPIC, p)
         epoch = self._leader_epoch(tp)
         if epoch is None:
@@ -343,27 +375,99 @@ class GroupCoordinator:
             raise GroupError(NOT_COORDINATOR, f"broker {self.broker.broker_id} does not lead "
                              f"{tp}" + (f", the coordinator partition of group {group_id!r}"
                                         if group_id is not None else ""))
+        part = self._current(p, epoch)
+        if part is not None:
+            return part
+        done = self._schedule_load(p)
+        if wait > 0:
+            done.wait(wait)
+        part = self._current(p, epoch)
+        if part is not None:
+            return part
+        with self._lock:
+            error = self._load_errors.get(p) if done.is_set() else None
+        if error is not None:
+            raise GroupError(error.kafka_error_code, str(error))
+        raise GroupError(COORDINATOR_LOAD_IN_PROGRESS,
+                         f"broker {self.broker.broker_id} is loading {tp}"
+                         + (f", the coordinator partition of group {group_id!r}"
+                            if group_id is not None else "") + "; retry")
+
+    def _current(self, p: int, epoch: int) -> OffsetsPartition | None:
+        """Partition ``p`` when it is loaded in ``epoch`` and sound, else None."""
         with self._lock:
             part = self._partitions.get(p)
         if part is not None and part.leader_epoch == epoch and not part.broken:
             return part
-        with self._load_lock:
+        return None
+
+    def _schedule_load(self, p: int) -> threading.Event:
+        """Ask the loader thread to load partition ``p`` (once: a load already queued or
+        running is not asked again); returns the event set when that load ends."""
+        with self._lock:
+            done = self._loading.get(p)
+            if done is None:
+                done = self._loading[p] = threading.Event()
+                self._load_queue.put(p)
+            return done
+
+    def _run_loader(self) -> None:
+        """The loader thread: loads the partitions asked for, one at a time."""
+        while True:
+            p = self._load_queue.get()
+            if p is None or self._closed:
+                with self._lock:
+                    waiting, self._loading = list(self._loading.values()), {}
+                for event in waiting:
+                    event.set()
+                return
+            error: GroupError | None = None
+            try:
+                self._load_now(p)
+            except GroupError as exc:
+                error = exc
+            except Exception as exc:
+                log.exception("group coordinator %s: loading %s-%d failed",
+                              self.broker.broker_id, OFFSETS_TOPIC, p)
+                error = GroupError(COORDINATOR_NOT_AVAILABLE,
+                                   f"loading {OFFSETS_TOPIC}-{p} failed: {exc}")
             with self._lock:
-                part = self._partitions.get(p)
-            if part is not None and part.leader_epoch == epoch and not part.broken:
-                return part
-            if part is not None:
-                self._unload(p)
-            part = OffsetsPartition(self.broker, tp, epoch,
-                                    commit_timeout_s=self.commit_timeout_s,
-                                    snapshot_min_records=self.snapshot_min_records)
-            latest = part.load()
-            groups = self._groups_from(latest)
-            with self._lock:
-                self._partitions[p] = part
-                self._groups[p] = groups
-            self._wake.set()
-            return part
+                done = self._loading.pop(p, None)
+                if error is None:
+                    self._load_errors.pop(p, None)
+                else:
+                    self._load_errors[p] = error
+            if done is not None:
+                done.set()
+
+    def _load_now(self, p: int) -> None:
+        """(the loader thread) Read partition ``p`` into its groups, unless it is loaded in
+        the current leader epoch already.
+
+        Raises:
+            GroupError: NOT_COORDINATOR (this broker does not lead it, or has no replica).
+        """
+        tp = TopicPartition(OFFSETS_TOPIC, p)
+        epoch = self._leader_epoch(tp)
+        if epoch is None:
+            self._unload(p)
+            raise GroupError(NOT_COORDINATOR, f"broker {self.broker.broker_id} does not lead "
+                             f"{tp}")
+        if self._current(p, epoch) is not None:
+            return
+        with self._lock:
+            stale = p in self._partitions
+        if stale:
+            self._unload(p)
+        part = OffsetsPartition(self.broker, tp, epoch,
+                                commit_timeout_s=self.commit_timeout_s,
+                                snapshot_min_records=self.snapshot_min_records)
+        latest = part.load()
+        groups = self._groups_from(latest)
+        with self._lock:
+            self._partitions[p] = part
+            self._groups[p] = groups
+        self._wake.set()
 
     def _groups_from(self, latest: dict[bytes, bytes]) -> dict[str, Group]:
         groups: dict[str, Group] = {}
@@ -838,11 +942,14 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ Heartbeat, LeaveGroup
     def heartbeat(self, *, group_id: str, generation: int, member_id: str,
                   group_instance_id: str | None) -> int:
-        """A Heartbeat; returns its error code."""
+        """A Heartbeat; returns its error code (NONE while the group's partition loads,
+        as Kafka's classic coordinator answers: the member's session is not known yet)."""
         try:
             _part, p = self._owned(group_id)
             group = self._group(p, group_id, create=False)
         except GroupError as exc:
+            if exc.kafka_error_code == COORDINATOR_LOAD_IN_PROGRESS:
+                return NONE
             return exc.kafka_error_code
         if group is None:
             return UNKNOWN_MEMBER_ID
@@ -1083,22 +1190,42 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ admin
     def _all_owned(self) -> list[int]:
-        """Load every partition this broker leads; returns their indexes."""
+        """The partitions this broker leads, every one loaded; returns their indexes.
+
+        Raises:
+            GroupError: COORDINATOR_LOAD_IN_PROGRESS: one of them is still loading after
+                :data:`LOAD_WAIT_S` (Kafka's ListGroups answer while a partition loads).
+        """
         n = self.num_partitions(create=False)
         if n is None:
             return []
-        out = []
+        out, loading = [], []
         for p in range(n):
             try:
-                self._load(p)
+                self._load(p, wait=0)
                 out.append(p)
-            except GroupError:
+            except GroupError as exc:
+                if exc.kafka_error_code == COORDINATOR_LOAD_IN_PROGRESS:
+                    loading.append(p)
+        deadline = time.monotonic() + LOAD_WAIT_S
+        for p in loading:
+            try:
+                self._load(p, wait=max(deadline - time.monotonic(), 0.0))
+            except GroupError as exc:
+                if exc.kafka_error_code == COORDINATOR_LOAD_IN_PROGRESS:
+                    raise
                 continue
-        return out
+            out.append(p)
+        return sorted(out)
 
     def list_groups(self, states: Iterable[str] = ()) -> list[tuple[str, str, str]]:
         """``(group id, protocol type, state)`` of the groups this broker coordinates,
-        filtered by state names (case-insensitive; empty: all)."""
+        filtered by state names (case-insensitive; empty: all).
+
+        Raises:
+            GroupError: COORDINATOR_LOAD_IN_PROGRESS while one of its partitions loads
+                (the groups of that partition are not known yet).
+        """
         wanted = {s.lower() for s in states}
         out = []
         for p in self._all_owned():
@@ -1265,12 +1392,10 @@ class GroupCoordinator:
         for p in range(n):
             if p in parts and self._partitions.get(p) is parts[p]:
                 continue
-            if self._leader_epoch(TopicPartition(OFFSETS_TOPIC, p)) is None:
+            epoch = self._leader_epoch(TopicPartition(OFFSETS_TOPIC, p))
+            if epoch is None or self._current(p, epoch) is not None:
                 continue
-            try:
-                self._load(p)
-            except GroupError as exc:
-                log.debug("group coordinator: %s-%d not loaded now: %s", OFFSETS_TOPIC, p, exc)
+            self._schedule_load(p)  # the loader thread's: the timer never waits for it
 
     def _tick(self, g: Group, now: float) -> None:
         if g.state is GroupState.DEAD:
