@@ -196,6 +196,8 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
     so Kafka clients (kcat, confluent-kafka, kafka-python) and `kafka-tiers ...
     --bootstrap-server` reach it; the bootstrap address is printed once the cluster runs
     (with --format json: one JSON line with "bootstrap_servers" and each broker's listener).
+    offsets.topic.replication.factor is min(3, --brokers) unless given, so consumer groups
+    work on 1 or 2 brokers too.
     The brokers' internal transport (racks, addresses) is written to <dir>/cluster.json,
     which `kafka-tiers place --cluster` and the commands given --dir read. A status table
     (brokers, controller, partitions) is printed at start and whenever it changes. Ctrl-C
@@ -230,6 +232,9 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
             f"{', '.join(ignored)} ignored: cluster start gives each broker its own id, log "
             "dirs, listeners, ports and rack (--brokers, --dir, --base-port, --racks); remove "
             f"{'it' if len(ignored) == 1 else 'them'} from --config/--set"])
+    # a dev cluster of 1 or 2 brokers serves consumer groups too: Kafka's default 3 would
+    # leave FindCoordinator answering COORDINATOR_NOT_AVAILABLE forever
+    overrides.setdefault("offsets.topic.replication.factor", str(min(3, brokers)))
     rack_list = [r.strip() for r in racks.split(",")] if racks is not None else None
     if rack_list is not None and not all(rack_list):
         raise click.BadParameter(f"expected comma-separated non-empty racks, got {racks!r}",

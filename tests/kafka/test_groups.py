@@ -4,9 +4,15 @@ connections (kafka-python's message classes), then with real clients."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,6 +113,45 @@ def test_find_coordinator_needs_replication_factor_brokers(
         resp = find_coordinator(conn, "g1", 3)
     assert resp.error_code == 15
     assert "offsets.topic.replication.factor=3" in resp.error_message
+    # the message says which key to lower, and to what
+    assert "set offsets.topic.replication.factor=1 on every broker" in resp.error_message
+
+
+@pytest.mark.parametrize("brokers", [1, 2])
+def test_cluster_start_of_fewer_than_three_brokers_serves_groups(
+        tmp_path: Path, brokers: int) -> None:
+    """`kafka-tiers cluster start --brokers 1|2` sets offsets.topic.replication.factor to
+    min(3, brokers) unless given: FindCoordinator finds a coordinator (with Kafka's default 3
+    it would answer COORDINATOR_NOT_AVAILABLE forever), and the topic has that many
+    replicas."""
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_tiers", "cluster", "start",
+                             "--brokers", str(brokers), "--dir", str(tmp_path / "c"),
+                             "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2], start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        doc = json.loads(proc.stdout.readline())
+        assert doc["event"] == "running", doc
+        boot = doc["bootstrap_servers"].split(",")[0]
+        deadline = time.monotonic() + 20
+        with RawConnection(boot) as conn:
+            while True:
+                resp = find_coordinator(conn, "dev", 3)
+                if resp.error_code == 0:
+                    break
+                assert time.monotonic() < deadline, resp.error_message
+                time.sleep(0.1)
+            md = conn.call(3, 9, topics=[(OFFSETS_TOPIC, False)],
+                           allow_auto_topic_creation=False,
+                           include_cluster_authorized_operations=False,
+                           include_topic_authorized_operations=False)
+        replicas = {len(p.replica_nodes) for t in md.topics for p in t.partitions}
+        assert replicas == {brokers}
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
 
 
 def test_find_coordinator_cluster_places_by_hash(

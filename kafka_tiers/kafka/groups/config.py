@@ -26,7 +26,8 @@ GROUP_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("offsets.topic.replication.factor", Int(min=1, max=32767), 3,
               "Replicas of __consumer_offsets in a cluster; until this many brokers are live "
               "FindCoordinator answers COORDINATOR_NOT_AVAILABLE. A standalone broker "
-              "holds the topic's only replica."),
+              "holds the topic's only replica; `kafka-tiers cluster start` sets "
+              "min(3, --brokers) unless given."),
     ConfigKey("offsets.topic.segment.bytes", Int(min=14, bits=32), 104857600,
               "segment.bytes of __consumer_offsets (a snapshot frees whole segments only)."),
     ConfigKey("offsets.retention.minutes", Int(min=1, bits=32), 10080,

@@ -280,8 +280,10 @@ class GroupCoordinator:
         if len(live) < self.replication_factor:
             raise GroupError(COORDINATOR_NOT_AVAILABLE,
                              f"{OFFSETS_TOPIC} needs offsets.topic.replication.factor="
-                             f"{self.replication_factor} live brokers, {len(live)} are live; "
-                             "start more brokers or lower offsets.topic.replication.factor")
+                             f"{self.replication_factor} live brokers, {len(live)} live now: "
+                             f"start {self.replication_factor - len(live)} more broker(s) or "
+                             f"set offsets.topic.replication.factor={max(len(live), 1)} on "
+                             "every broker")
         from kafka_tiers.cluster.client import ClusterClient
         from kafka_tiers.cluster.transport import ErrorCode, TransportError
         assert member.client is not None
