@@ -542,7 +542,8 @@ class KafkaServer:
                 c.reserved = ticket
                 if size == 0:
                     self._dispatch(c)
-                return
+                    return
+                # the body usually came with its prefix: read it now, not a select later
             data = c.sock.recv(min(READ_CHUNK, c.size - len(c.body)))
             if not data:
                 self._close(c)
@@ -603,6 +604,8 @@ class KafkaServer:
                 self._selector.register(c.sock, selectors.EVENT_READ, c)
             except (ValueError, OSError):
                 self._close(c, registered=False)
+                continue
+            self._read(c)  # a pipelined next request is often there already
 
     def _sweep(self, now: float) -> None:
         """Close stalled frames (``request.timeout.ms``) and idle connections."""
