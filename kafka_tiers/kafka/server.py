@@ -74,6 +74,8 @@ _SIZE = struct.Struct(">i")
 UNSUPPORTED_VERSION = 35
 #: bytes read from one connection per readiness event (fairness between connections)
 READ_CHUNK = 256 * 1024
+#: a response part at least this large is sent as it is, not copied into the send buffer
+_SEND_DIRECT = 64 * 1024
 #: descriptors kept for everything but Kafka connections when max.connections is derived
 FD_RESERVE = 256
 #: frames up to this size may use the eighth of queued.max.request.bytes kept for them
@@ -725,6 +727,11 @@ class KafkaServer:
                         _send_all(conn, pending, wait)
                         pending = bytearray()
                     _send_region(conn, part, wait)
+                elif len(part) >= _SEND_DIRECT:  # large bytes (remote records): not copied
+                    if pending:
+                        _send_all(conn, pending, wait)
+                        pending = bytearray()
+                    _send_all(conn, part, wait)
                 else:
                     pending += part
             if pending:

@@ -80,6 +80,9 @@ FOLLOWER = "follower"
 #: bytes fetched beyond ``max_bytes`` on the first range of a read: the gap between an offset
 #: index entry and the batch asked for is about ``index.interval.bytes`` (4096 by default).
 READ_SLACK_BYTES = 8192
+#: a remote range is read into its buffer this many bytes at a time (each layer of streams
+#: then copies cache-sized pieces, never a freshly allocated copy of the whole range)
+REMOTE_READ_CHUNK = 1 << 20
 
 #: how many task runs pass between two orphan collections of a partition.
 ORPHAN_EVERY_RUNS = 10
@@ -827,10 +830,28 @@ def read_batches(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata, of
         last = min(size - 1, max(first + chunk - 1, base + pos + need - 1))
         if first > last:
             return
-        with storage.fetch_log_segment(md, first, last) as stream:
-            got = stream.read(last - first + 1)
-        fetched += len(got)
-        buf += got
+        want, start = last - first + 1, len(buf)
+        if start:
+            buf += bytes(want)
+        else:
+            buf = bytearray(want)  # zeroed lazily by the allocator: no pass over it
+        got = 0
+        with storage.fetch_log_segment(md, first, last) as stream, memoryview(buf) as view:
+            while got < want:
+                piece = view[start + got:start + min(want, got + REMOTE_READ_CHUNK)]
+                if hasattr(stream, "readinto"):
+                    n = stream.readinto(piece) or 0
+                else:  # a plugin's bare stream with read() only
+                    data = stream.read(len(piece))
+                    n = len(data)
+                    piece[:n] = data
+                piece.release()
+                if not n:
+                    break
+                got += n
+        if got < want:
+            del buf[start + got:]
+        fetched += got
 
     pos = 0
     out_start: int | None = None
@@ -871,7 +892,9 @@ def read_batches(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata, of
             break
     if out_start is None:
         return RemoteRead(offset, b"", offset, md, fetched)
-    return RemoteRead(offset, bytes(buf[out_start:pos]), next_offset, md, fetched)
+    with memoryview(buf) as view:  # one copy of the batches returned, not two
+        records = bytes(view[out_start:pos])
+    return RemoteRead(offset, records, next_offset, md, fetched)
 
 
 def _segment_epochs(entries: list[tuple[int, int]], base: int, next_offset: int,

@@ -108,6 +108,9 @@ REPLICA_NOT_AVAILABLE = 9
 UNKNOWN_TOPIC_ID = 100
 #: the size of a records placeholder: 12 random bytes per response and the slot number
 _TOKEN_SIZE = 16
+#: records read into memory (the remote tier's) at least this large are spliced into the
+#: response as they are, not copied through the encoder and the send buffer
+_SPLICE_MIN = 64 * 1024
 
 
 @dataclass
@@ -440,7 +443,7 @@ def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass
     topic_cls = resp_cls.FetchableTopicResponse
     part_cls = topic_cls.PartitionData
     salt = os.urandom(_TOKEN_SIZE - 4)
-    slots: list[tuple[bytes, FileRegion]] = []
+    slots: list[tuple[bytes, FileRegion | bytes]] = []
     topics: list[Any] = []
     leaders: set[int] = set()
     read_committed = int(request.isolation_level) == 1
@@ -452,6 +455,9 @@ def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass
             slots.append((records, FileRegion(g.region.fd, g.region.position,
                                               g.region.size)))
             g.region = None  # the FileRegion owns the descriptor now
+        elif len(records) >= _SPLICE_MIN:  # remote bytes: spliced in, never re-encoded
+            slots.append((salt + struct.pack(">I", len(slots)), records))
+            records = slots[-1][0]
         hw = g.high_watermark
         fields: dict[str, Any] = {
             "partition_index": w.partition, "error_code": g.error, "high_watermark": hw,
@@ -478,7 +484,8 @@ def _encode(ctx: RequestContext, request: Any, wants: list[_Want], result: _Pass
         return RawBody(_splice(encoded, slots, codec.flexible(FETCH_KEY, v)))
     except BaseException:
         for _token, region in slots:
-            region.close()
+            if isinstance(region, FileRegion):
+                region.close()
         raise
 
 
@@ -498,10 +505,10 @@ def records_prefix(size: int, flexible: bool) -> bytes:
     return bytes(UnsignedVarInt32.encode(size + 1) if flexible else Int32.encode(size))
 
 
-def _splice(encoded: bytes, slots: list[tuple[bytes, FileRegion]], flexible: bool
+def _splice(encoded: bytes, slots: list[tuple[bytes, FileRegion | bytes]], flexible: bool
             ) -> list[bytes | bytearray | memoryview | FileRegion]:
-    """``encoded`` with each placeholder (and its prefix) replaced by the region's prefix and
-    the region, in order.
+    """``encoded`` with each placeholder (and its prefix) replaced by the region's (or the
+    bytes') prefix and the region (or the bytes themselves, not copied), in order.
 
     Raises:
         AssertionError: a placeholder is missing (the encoder changed the layout).
@@ -516,7 +523,7 @@ def _splice(encoded: bytes, slots: list[tuple[bytes, FileRegion]], flexible: boo
             raise AssertionError("a records placeholder is missing from the encoded "
                                  "FetchResponse")
         parts.append(view[cursor:at])
-        parts.append(records_prefix(region.count, flexible))
+        parts.append(records_prefix(len(region), flexible))
         parts.append(region)
         cursor = at + len(needle)
     parts.append(view[cursor:])
