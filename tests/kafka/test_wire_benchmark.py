@@ -33,3 +33,13 @@ def test_wire_benchmark_quick_run_prints_its_figures() -> None:
     assert doc["consume_remote_local_segments"] >= 2 and doc["consume_remote_s3_segments"] >= 2
     assert 0 < doc["latency_p50_ms"] <= doc["latency_p99_ms"]
     assert doc["latency_records"] == 10000
+    # one broker per process (ZooKeeper), and the one-process cluster beside it
+    assert doc["latency_setup"] == "3 broker processes, ZooKeeper metadata store"
+    assert 0 < doc["latency_one_process_p50_ms"] <= doc["latency_one_process_p99_ms"]
+    assert doc["latency_one_process_records"] == 10000
+    # the record sizes of the figures are stated; every round's figure is reported
+    assert doc["produce_record_bytes"] == 1024 and doc["consume_record_bytes"] == 65536
+    for runs in ("consume_local_runs_mb_s", "sendfile_runs_mb_s",
+                 "consume_remote_local_runs_mb_s", "fetch_log_segment_local_runs_mb_s",
+                 "consume_remote_s3_runs_mb_s", "fetch_log_segment_s3_runs_mb_s"):
+        assert len(doc[runs]) == 3 and all(x > 0 for x in doc[runs]), runs
