@@ -275,6 +275,54 @@ def test_rebalance_with_three_members_and_heartbeats(broker: Broker) -> None:
         m.close()
 
 
+def test_a_slow_assignment_write_holds_up_no_heartbeat(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leader's SyncGroup stores the assignment with acks=all without holding the group:
+    while that write waits (here: held by the test, as a loaded cluster's replication), the
+    other members' Heartbeats are answered at once (a stalled heartbeat expired sessions and
+    restarted the rebalance under load); once written, every member gets its assignment."""
+    from kafka_tiers.kafka.groups.store import OffsetsPartition
+
+    boot = broker.bootstrap_servers
+    a, b = RawMember(boot, "w"), RawMember(boot, "w")
+    find_coordinator(a.conn, "w")
+    assert a.join_once().error_code == 79  # both pending first: one generation
+    assert b.join_once().error_code == 79
+    ta, tb = a.join_async(), b.join_async()
+    ta.join(10)
+    tb.join(10)
+    leader, follower = (a, b) if a.join_response.leader == a.member_id else (b, a)
+    assert follower.join_response.leader == leader.member_id
+    writing, release = threading.Event(), threading.Event()
+    original = OffsetsPartition.append
+
+    def held_append(self: OffsetsPartition, records: Any) -> None:
+        writing.set()
+        release.wait(20)
+        original(self, records)
+
+    monkeypatch.setattr(OffsetsPartition, "append", held_append)
+    synced: list[Any] = []
+    t = threading.Thread(target=lambda: synced.append(leader.sync(
+        [(leader.member_id, b"L"), (follower.member_id, b"F")])), daemon=True)
+    t.start()
+    try:
+        assert writing.wait(10)
+        started = time.monotonic()
+        assert follower.heartbeat() == 0  # CompletingRebalance: NONE, not parked
+        assert leader.conn is not follower.conn
+        assert time.monotonic() - started < 2.0
+        assert synced == []  # the leader is still waiting for its write
+    finally:
+        release.set()
+    t.join(10)
+    assert [r.error_code for r in synced] == [0] and synced[0].assignment == b"L"
+    assert follower.sync().assignment == b"F"
+    assert {a.heartbeat(), b.heartbeat()} == {0}
+    a.close()
+    b.close()
+
+
 def test_protocol_selection_most_votes_among_common(
         make_kafka_broker: Callable[..., Broker]) -> None:
     """Each member votes for its first protocol every member supports; the most votes win."""

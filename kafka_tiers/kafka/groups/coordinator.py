@@ -65,6 +65,7 @@ from kafka_tiers.kafka.groups.errors import (
     NOT_COORDINATOR,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -908,27 +909,40 @@ class GroupCoordinator:
             member.complete_sync(SyncResult(REBALANCE_IN_PROGRESS))
             member.sync_waiter = waiter
             self._synced(group, member_id)
+            record: tuple[bytes, bytes] | None = None
             if group.is_leader(member_id):
                 given = dict(assignments)
                 assignment = {mid: given.get(mid, b"") for mid in group.members}
                 gen = group.generation
-                try:
-                    self._write(part, p, [self._group_record(group, assignment)])
-                except GroupError as exc:
-                    if (group.state is GroupState.COMPLETING_REBALANCE
-                            and group.generation == gen):
-                        self._reset_and_propagate(group, exc.kafka_error_code)
+                record = self._group_record(group, assignment)
+                # taken before the group's lock is let go: the log keeps the group's records
+                # in the order of its states
+                part.lock.acquire()
+            timeout = group.rebalance_timeout_ms() / 1000.0 + 60.0
+        if record is not None:
+            # the replicated write (acks=all) waits without the group's lock: heartbeats,
+            # the other members' requests and the timer thread go on meanwhile (a loaded
+            # cluster's slow write stalled them all, as Kafka's purgatory does not)
+            failed: GroupError | None = None
+            try:
+                self._write(part, p, [record])
+            except GroupError as exc:
+                failed = exc
+            finally:
+                part.lock.release()
+            with group.lock:
+                if (group.state is GroupState.COMPLETING_REBALANCE
+                        and group.generation == gen):
+                    if failed is not None:
+                        self._reset_and_propagate(group, _sync_error(failed))
                         self._maybe_prepare_rebalance_or_complete_join(
-                            group, f"storing the assignment failed: {exc}")
-                else:
-                    if (group.state is GroupState.COMPLETING_REBALANCE
-                            and group.generation == gen):
+                            group, f"storing the assignment failed: {failed}")
+                    else:
                         for mid, m in group.members.items():
                             m.assignment = assignment.get(mid, b"")
                         self._propagate(group, NONE)
                         group.transition(GroupState.STABLE, self._now_ms())
                         log.info("group %s: generation %d is stable", group_id, gen)
-            timeout = group.rebalance_timeout_ms() / 1000.0 + 60.0
         result = self._await(waiter, timeout)
         if result is None:
             return SyncResult(REBALANCE_IN_PROGRESS)
@@ -1433,6 +1447,14 @@ class GroupCoordinator:
                 for mid in missing:
                     g.remove(mid)
                 self._prepare_rebalance(g, f"members {missing} sent no SyncGroup in time")
+
+
+def _sync_error(error: GroupError) -> int:
+    """Kafka's answer to SyncGroup when storing the assignment failed: a write not known to
+    be replicated in time is REBALANCE_IN_PROGRESS (the members join again), the others as
+    the store maps them."""
+    code = error.kafka_error_code
+    return REBALANCE_IN_PROGRESS if code == REQUEST_TIMED_OUT else code
 
 
 def coordinator_of(ctx: Any) -> GroupCoordinator:
