@@ -741,7 +741,7 @@ class KafkaServer:
                 body.close()
 
 
-def _send_all(conn: socket.socket, data: bytes | bytearray, wait: float) -> None:
+def _send_all(conn: socket.socket, data: bytes | bytearray | memoryview, wait: float) -> None:
     """All of ``data`` on a non-blocking socket, waiting at most ``wait`` seconds for each
     chance to write."""
     view = memoryview(data)
