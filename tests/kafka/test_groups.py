@@ -280,7 +280,8 @@ def test_a_slow_assignment_write_holds_up_no_heartbeat(
     """The leader's SyncGroup stores the assignment with acks=all without holding the group:
     while that write waits (here: held by the test, as a loaded cluster's replication), the
     other members' Heartbeats are answered at once (a stalled heartbeat expired sessions and
-    restarted the rebalance under load); once written, every member gets its assignment."""
+    restarted the rebalance under load); once written, every member gets its assignment.
+    The same for an OffsetCommit's write."""
     from kafka_tiers.kafka.groups.store import OffsetsPartition
 
     boot = broker.bootstrap_servers
@@ -319,6 +320,23 @@ def test_a_slow_assignment_write_holds_up_no_heartbeat(
     assert [r.error_code for r in synced] == [0] and synced[0].assignment == b"L"
     assert follower.sync().assignment == b"F"
     assert {a.heartbeat(), b.heartbeat()} == {0}
+    # an OffsetCommit's replicated write does not hold the group either
+    writing.clear()
+    release.clear()
+    committed: list[dict[tuple[str, int], int]] = []
+    t = threading.Thread(target=lambda: committed.append(leader.commit({("t", 0): 5})),
+                         daemon=True)
+    t.start()
+    try:
+        assert writing.wait(10)
+        started = time.monotonic()
+        assert follower.heartbeat() == 0
+        assert time.monotonic() - started < 2.0
+        assert committed == []
+    finally:
+        release.set()
+    t.join(10)
+    assert committed == [{("t", 0): 0}]
     a.close()
     b.close()
 

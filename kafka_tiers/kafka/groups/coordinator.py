@@ -27,7 +27,10 @@ Requests
     expires sessions, pending members and pending syncs, ends join phases (the initial delay,
     the rebalance timeout) and expires offsets (``offsets.retention.minutes``).
 Locks
-    A group's lock, then its partition's lock (writes); never the other way round. Groups of
+    A group's lock, then its partition's lock (writes); never the other way round. The
+    leader's SyncGroup and OffsetCommit take the partition's lock under the group's, then let
+    the group's go while their replicated write waits (heartbeats and the timer thread go on;
+    the partition's lock keeps the log's order), and take the group's again only after. Groups of
     a lost partition are marked Dead by the timer thread, which holds no other group lock.
 """
 
@@ -1082,17 +1085,28 @@ class GroupCoordinator:
                 records.append((encode_offset_key(OffsetKey(group_id, e.topic, e.partition)),
                                 encode_offset_value(value)))
             if records:
-                try:
-                    self._write(part, p, records)
-                except GroupError as exc:
-                    code = exc.kafka_error_code
-                    code = INVALID_COMMIT_OFFSET_SIZE if code == UNKNOWN_SERVER_ERROR else code
-                    for key in values:
-                        out[key] = code
-                    return out
-            group.offsets.update(values)
-            for key in values:
-                out[key] = NONE
+                # taken before the group's lock is let go: the commits of the group reach
+                # the log and its offsets in the same order
+                part.lock.acquire()
+        if records:
+            # the replicated write (acks=all) waits without the group's lock: heartbeats and
+            # the other members' requests go on meanwhile (a loaded cluster's slow commits
+            # stalled heartbeats until sessions expired)
+            try:
+                self._write(part, p, records)
+            except GroupError as exc:
+                code = exc.kafka_error_code
+                code = INVALID_COMMIT_OFFSET_SIZE if code == UNKNOWN_SERVER_ERROR else code
+                for key in values:
+                    out[key] = code
+                return out
+            else:
+                group.offsets.update(values)  # under the partition's lock: the log's order
+            finally:
+                part.lock.release()
+        for key in values:
+            out[key] = NONE
+        with group.lock:
             m = group.members.get(member_id)
             if m is not None and group.state is GroupState.STABLE:
                 m.heartbeat_deadline = time.monotonic() + m.session_timeout_ms / 1000.0
