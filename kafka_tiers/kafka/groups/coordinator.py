@@ -433,10 +433,13 @@ class GroupCoordinator:
             except GroupError as exc:
                 error = exc
             except Exception as exc:
-                log.exception("group coordinator %s: loading %s-%d failed",
-                              self.broker.broker_id, OFFSETS_TOPIC, p)
                 error = GroupError(COORDINATOR_NOT_AVAILABLE,
                                    f"loading {OFFSETS_TOPIC}-{p} failed: {exc}")
+                with self._lock:
+                    last = self._load_errors.get(p)
+                if last is None or str(last) != str(error):  # once, not every retry
+                    log.exception("group coordinator %s: loading %s-%d failed",
+                                  self.broker.broker_id, OFFSETS_TOPIC, p)
             with self._lock:
                 done = self._loading.pop(p, None)
                 if error is None:
