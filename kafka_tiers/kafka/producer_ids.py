@@ -152,7 +152,7 @@ class FileProducerIdManager(_BlockManager):
             raw = read_file_nofollow(self.path)
             try:
                 data = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep
                 data = raw[:200]
             last = _block(data, str(self.path))
         block = _next_block(last, self.broker_id)
