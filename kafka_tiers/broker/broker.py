@@ -674,6 +674,22 @@ class Broker:
             return info
         return self._topic(name)
 
+    def _put_topic(self, name: str, info: TopicInfo) -> None:
+        """(under the topics lock) Make ``info`` topic ``name``'s and write the topics file;
+        a failed write puts back what was there (nothing half-changed)."""
+        old = self._topics.get(name)
+        self._topics[name] = info
+        try:
+            self._topics_file.write(self._topics)
+        except BaseException:
+            if old is None:
+                del self._topics[name]
+            else:
+                self._topics[name] = old
+            raise
+        finally:
+            self.topics_version += 1
+
     def _standalone(self, what: str) -> None:
         if self.member is not None:
             raise BrokerError(f"{what} is the controller's in a cluster: use a ClusterClient "
@@ -704,13 +720,7 @@ class Broker:
         with self._lock:  # the topic map and its file only: opening logs waits for I/O
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} exists already")
-            self._topics[name] = info
-            self.topics_version += 1
-            try:
-                self._topics_file.write(self._topics)
-            except BaseException:
-                del self._topics[name]
-                raise
+            self._put_topic(name, info)
             assert self.log_manager is not None
             self.log_manager.topic_overrides[name] = \
                 self.topic_configs.local_overrides(info.config, name)
@@ -811,13 +821,7 @@ class Broker:
             if validate_only:
                 return tps
             grown = dataclasses.replace(info, partitions=total)
-            self._topics[name] = grown
-            self.topics_version += 1
-            try:
-                self._topics_file.write(self._topics)
-            except BaseException:
-                self._topics[name] = info
-                raise
+            self._put_topic(name, grown)
         with self._logs().batched_creation():
             for tp in tps:
                 self._open_partition(grown, tp)
@@ -845,13 +849,7 @@ class Broker:
             new = self.topic_configs.info(name, info.partitions, cfg, info.topic_id)
             if validate_only or dict(info.config) == cfg:
                 return new if validate_only else info
-            self._topics[name] = new
-            self.topics_version += 1
-            try:
-                self._topics_file.write(self._topics)
-            except BaseException:
-                self._topics[name] = info
-                raise
+            self._put_topic(name, new)
             lm = self._logs()
             overrides = self.topic_configs.local_overrides(cfg, name)
             lm.topic_overrides[name] = overrides
@@ -876,13 +874,7 @@ class Broker:
             info = self._topics.get(name)
             if info is None or info.topic_id is not None:
                 return None if info is None else info.topic_id
-            self._topics[name] = dataclasses.replace(info, topic_id=new_topic_id())
-            try:
-                self._topics_file.write(self._topics)
-            except BaseException:
-                self._topics[name] = info
-                raise
-            self.topics_version += 1
+            self._put_topic(name, dataclasses.replace(info, topic_id=new_topic_id()))
             return self._topics[name].topic_id
 
     # ------------------------------------------------------------------ partitions
