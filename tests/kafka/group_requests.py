@@ -68,7 +68,16 @@ class RawMember:
         return resp
 
     def join_async(self, version: int = 9) -> threading.Thread:
-        t = threading.Thread(target=self.join, args=(version,), daemon=True)
+        """Join on a thread; its outcome (the response, or the exception: a stopping broker
+        closes the connection) is kept in :attr:`async_outcome`."""
+        self.async_outcome: Any = None
+
+        def run() -> None:
+            try:
+                self.async_outcome = self.join(version)
+            except Exception as exc:  # kept for the test to check, not lost in a thread
+                self.async_outcome = exc
+        t = threading.Thread(target=run, daemon=True)
         t.start()
         return t
 

@@ -958,5 +958,7 @@ def test_a_parked_join_does_not_hold_up_the_broker_stop(
     assert time.monotonic() - started < 3  # the server waits 5 s for a busy connection
     t.join(5)
     assert not t.is_alive()
+    # the stopping broker closed the parked member's connection (as Kafka does at shutdown)
+    assert isinstance(parked.async_outcome, OSError | ConnectionError), parked.async_outcome
     a.close()
     parked.close()
