@@ -13,7 +13,8 @@ from typing import Any
 from kafka_tiers.kafka.codec import REQUESTS, RESPONSES
 
 
-def _recv_exact(s: socket.socket, n: int) -> bytes:
+def recv_exact(s: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from ``s`` (ConnectionError when it closes first)."""
     out = b""
     while len(out) < n:
         got = s.recv(n - len(out))
@@ -31,8 +32,8 @@ def roundtrip(bootstrap: str, api_key: int, version: int, **fields: Any) -> Any:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(bytes(req.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", _recv_exact(s, 4))
-        body = _recv_exact(s, size)
+        (size,) = struct.unpack(">i", recv_exact(s, 4))
+        body = recv_exact(s, size)
     resp = RESPONSES[api_key].decode(body, version=version, header=True)
     assert resp.header.correlation_id == 77
     return resp

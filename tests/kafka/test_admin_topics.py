@@ -29,6 +29,7 @@ from kafka_tiers.kafka.admin_routing import FORWARDED_CLIENT_PREFIX
 from kafka_tiers.kafka.codec import REQUESTS, RESPONSES
 from kafka_tiers.kafka.topic_ids import topic_id
 from kafka_tiers.remote.local import LocalRemoteStorageManager
+from tests.kafka.admin_helpers import recv_exact
 from tests.kafka.clients import confluent_producer, kafka_python_common
 
 RACKS = ["/dc1/r1", "/dc1/r2", "/dc2/r1"]
@@ -63,21 +64,11 @@ def call(address: str, api_key: int, version: int, client_id: str = "kt-admin-te
     host, port = address.split(",")[0].rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(bytes(req.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", _exact(s, 4))
-        body = _exact(s, size)
+        (size,) = struct.unpack(">i", recv_exact(s, 4))
+        body = recv_exact(s, size)
     resp = RESPONSES[api_key].decode(body, version=version, header=True)
     assert resp.header.correlation_id == 5
     return resp
-
-
-def _exact(s: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        got = s.recv(n - len(out))
-        if not got:
-            raise ConnectionError("the broker closed the connection")
-        out += got
-    return out
 
 
 def topic_req(name: str, partitions: int = 1, rf: int = 1,

@@ -17,6 +17,7 @@ from kafka_tiers.cluster.local_cluster import LocalCluster
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.kafka.listeners_config import advertised, listener_specs
 from kafka_tiers.kafka.registry import apis
+from tests.kafka.admin_helpers import recv_exact
 
 
 @pytest.fixture
@@ -36,20 +37,10 @@ def _connect(broker: Broker) -> socket.socket:
     return s
 
 
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        got = s.recv(n - len(out))
-        if not got:
-            raise ConnectionError("closed")
-        out += got
-    return out
-
-
 def _roundtrip(s: socket.socket, frame: bytes) -> bytes:
     s.sendall(frame)
-    (size,) = struct.unpack(">i", _recv_exact(s, 4))
-    return _recv_exact(s, size)
+    (size,) = struct.unpack(">i", recv_exact(s, 4))
+    return recv_exact(s, size)
 
 
 def _closed(s: socket.socket) -> bool:
