@@ -117,13 +117,22 @@ class BrokerError(KafkaTiersError):
 class UnknownTopicError(BrokerError):
     """The topic or partition does not exist on this broker."""
 
+    #: the Kafka error code a Kafka-protocol answer carries
+    kafka_error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
 
 class TopicExistsError(BrokerError):
     """A topic of that name exists already."""
 
+    #: the Kafka error code a Kafka-protocol answer carries
+    kafka_error_code = int(ErrorCode.TOPIC_ALREADY_EXISTS)
+
 
 class NotLeaderError(BrokerError):
     """This broker is not the partition's leader (produce refused)."""
+
+    #: the Kafka error code a Kafka-protocol answer carries
+    kafka_error_code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 @dataclass(frozen=True)

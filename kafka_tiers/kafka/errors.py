@@ -12,7 +12,6 @@ from kafka.errors import for_code
 
 from kafka_tiers.api.errors import (
     ConfigError,
-    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     PlacementError,
     RemoteStorageError,
@@ -85,43 +84,34 @@ def name_of(code: int) -> str:
         return f"error {code}"
 
 
+#: Kafka's code for each exception class without its own ``kafka_error_code``, first match
+#: wins (so a subclass comes before its base).
+_CODE_BY_CLASS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+    (OffsetOutOfRangeError, OFFSET_OUT_OF_RANGE),
+    (RecordTooLargeError, MESSAGE_TOO_LARGE),
+    (CorruptRecordError, CORRUPT_MESSAGE),
+    (InvalidTopicError, INVALID_TOPIC_EXCEPTION),
+    (InvalidRecordError, INVALID_RECORD),
+    ((LogDirError, LogClosedError), KAFKA_STORAGE_ERROR),
+    (InvalidReplicationFactorError, INVALID_REPLICATION_FACTOR),
+    (PlacementError, INVALID_REPLICA_ASSIGNMENT),  # InvalidReplicaAssignmentError too
+    (ConfigError, INVALID_CONFIG),
+    (RemoteStorageError, KAFKA_STORAGE_ERROR),
+)
+
+
 def error_of(exc: BaseException) -> tuple[int, str]:
-    """``(code, message)`` for an exception raised while serving a request."""
+    """``(code, message)`` for an exception raised while serving a request: its own
+    ``kafka_error_code`` (the log engine's and the broker's errors carry one), a transport
+    error's code, else by class (:data:`_CODE_BY_CLASS`), else ``UNKNOWN_SERVER_ERROR``."""
     code = getattr(exc, "kafka_error_code", None)
     if isinstance(code, int):
-        return code, str(exc)
-    # broker errors live in the broker module, which imports this package: by name
-    name = type(exc).__name__
-    if name == "UnknownTopicError":
-        return UNKNOWN_TOPIC_OR_PARTITION, str(exc)
-    if name == "TopicExistsError":
-        return TOPIC_ALREADY_EXISTS, str(exc)
-    if name == "NotLeaderError":
-        return NOT_LEADER_OR_FOLLOWER, str(exc)
+        return int(code), str(exc)
     if isinstance(exc, TransportError):
         return int(exc.code), str(exc)
-    if isinstance(exc, OffsetOutOfRangeError):
-        return OFFSET_OUT_OF_RANGE, str(exc)
-    if isinstance(exc, RecordTooLargeError):
-        return MESSAGE_TOO_LARGE, str(exc)
-    if isinstance(exc, CorruptRecordError):
-        return CORRUPT_MESSAGE, str(exc)
-    if isinstance(exc, InvalidTopicError):
-        return INVALID_TOPIC_EXCEPTION, str(exc)
-    if isinstance(exc, InvalidRecordError):
-        return INVALID_RECORD, str(exc)
-    if isinstance(exc, LogDirError | LogClosedError):
-        return KAFKA_STORAGE_ERROR, str(exc)
-    if isinstance(exc, InvalidReplicationFactorError):
-        return INVALID_REPLICATION_FACTOR, str(exc)
-    if isinstance(exc, InvalidReplicaAssignmentError):
-        return INVALID_REPLICA_ASSIGNMENT, str(exc)
-    if isinstance(exc, PlacementError):
-        return INVALID_REPLICA_ASSIGNMENT, str(exc)
-    if isinstance(exc, ConfigError):
-        return INVALID_CONFIG, str(exc)
-    if isinstance(exc, RemoteStorageError):
-        return KAFKA_STORAGE_ERROR, str(exc)
+    for classes, mapped in _CODE_BY_CLASS:
+        if isinstance(exc, classes):
+            return mapped, str(exc)
     return UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}"
 
 
