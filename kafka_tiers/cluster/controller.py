@@ -965,49 +965,26 @@ class Controller:
     # ------------------------------------------------------------------ elections
     def elect_preferred(self, tps: Iterable[TopicPartition] | None) -> dict[str, str]:
         """Move leadership to the preferred (first assigned) replica where it is alive and
-        in the ISR; returns ``{partition: outcome}``.
+        in the ISR (:meth:`elect_leaders`' preferred election); returns ``{partition:
+        outcome}`` in words.
 
         Raises:
             LimitExceededError: ``INVALID_REQUEST``: more partitions than
                 ``max.request.partitions``.
         """
-        if tps is not None:
-            tps = check_request_entries(self.core.config, list(tps), "partitions to elect")
         out: dict[str, str] = {}
-        changes: dict[TopicPartition, PartitionState] = {}
-
-        def decide(tp: TopicPartition, st: PartitionState) -> PartitionState | None:
-            pref = self.assignments[tp][0]
-            if st.leader == pref:
+        for tp, (code, _, old) in self._elections(tps, unclean=False).items():
+            if code == 0:
+                out[str(tp)] = f"leader {old} -> {self.assignments[tp][0]}"
+            elif code == ErrorCode.ELECTION_NOT_NEEDED:
                 out[str(tp)] = "election not needed"
-            elif pref in st.isr and self._eligible(pref):
-                out[str(tp)] = f"leader {st.leader} -> {pref}"
-                return PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
-                                      st.version)
-            else:
-                out[str(tp)] = f"preferred replica {pref} not alive or not in the ISR"
-            return None
-
-        for tp in (list(self.states) if tps is None else list(tps)):
-            st = self.states.get(tp)
-            if st is None or not self.assignments.get(tp):
+            elif code == PREFERRED_LEADER_NOT_AVAILABLE:
+                out[str(tp)] = (f"preferred replica {self.assignments[tp][0]} not alive or "
+                                "not in the ISR")
+            elif code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 out[str(tp)] = "unknown partition"
-                continue
-            # the ISR in the store may be newer than the controller's copy
-            fresh = self.metadata.partition_state(tp) if st.leader != \
-                self.assignments[tp][0] else st
-            if fresh is not None:
-                self.states[tp] = fresh
-                new = decide(tp, fresh)
-                if new is not None:
-                    changes[tp] = new
-        if changes:
-            written = self._write(changes, decide)
-            for tp in changes:
-                if tp not in written:
-                    out[str(tp)] = "not elected (the state kept changing)"
-            self._commit_states(written)
-            self._send_leader_and_isr(written)
+            else:
+                out[str(tp)] = "not elected (the state kept changing)"
         return out
 
     def elect_leaders(self, tps: Iterable[TopicPartition] | None, unclean: bool = False
@@ -1034,9 +1011,15 @@ class Controller:
             LimitExceededError: ``INVALID_REQUEST``: more partitions than
                 ``max.request.partitions``.
         """
+        return {tp: (code, msg)
+                for tp, (code, msg, _) in self._elections(tps, unclean).items()}
+
+    def _elections(self, tps: Iterable[TopicPartition] | None, unclean: bool
+                   ) -> dict[TopicPartition, tuple[int, str | None, int]]:
+        """:meth:`elect_leaders`, each answer with the leader the partition had before it."""
         if tps is not None:
             tps = check_request_entries(self.core.config, list(tps), "partitions to elect")
-        out: dict[TopicPartition, tuple[int, str | None]] = {}
+        out: dict[TopicPartition, tuple[int, str | None, int]] = {}
         changes: dict[TopicPartition, PartitionState] = {}
 
         def decide(tp: TopicPartition, st: PartitionState) -> PartitionState | None:
@@ -1045,45 +1028,48 @@ class Controller:
                 pref = reps[0]
                 if st.leader == pref:
                     out[tp] = (int(ErrorCode.ELECTION_NOT_NEEDED),
-                               f"broker {pref} is already the preferred leader")
+                               f"broker {pref} is already the preferred leader", st.leader)
                 elif pref in st.isr and self._eligible(pref):
-                    out[tp] = (0, None)
+                    out[tp] = (0, None, st.leader)
                     return PartitionState(pref, st.leader_epoch + 1, st.isr, self.epoch,
                                           st.version)
                 else:
                     out[tp] = (PREFERRED_LEADER_NOT_AVAILABLE,
                                f"the preferred replica {pref} is not alive or not in the ISR "
-                               f"{list(st.isr)}")
+                               f"{list(st.isr)}", st.leader)
                 return None
             if st.leader >= 0 and self._eligible(st.leader):
                 out[tp] = (int(ErrorCode.ELECTION_NOT_NEEDED),
                            f"broker {st.leader} leads it: an unclean election is only for a "
-                           "partition without a leader")
+                           "partition without a leader", st.leader)
                 return None
             clean = next((r for r in reps if r in st.isr and self._eligible(r)), -1)
             if clean >= 0:
-                out[tp] = (0, None)
+                out[tp] = (0, None, st.leader)
                 return PartitionState(clean, st.leader_epoch + 1, st.isr, self.epoch,
                                       st.version)
             live = next((r for r in reps if self._eligible(r)), -1)
             if live < 0:
                 out[tp] = (ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                           f"no replica of {list(reps)} is alive")
+                           f"no replica of {list(reps)} is alive", st.leader)
                 return None
             log.warning("UNCLEAN LEADER ELECTION for %s (requested): no in-sync replica is "
                         "alive (ISR %s); broker %s, which is not in the ISR, becomes the "
                         "leader. Records committed by the old ISR may be LOST.", tp,
                         list(st.isr), live)
-            out[tp] = (0, None)
+            out[tp] = (0, None, st.leader)
             return PartitionState(live, st.leader_epoch + 1, (live,), self.epoch, st.version)
 
         for tp in (list(self.states) if tps is None else list(tps)):
             st = self.states.get(tp)
             if st is None or not self.assignments.get(tp):
                 out[tp] = (int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                           f"unknown partition {tp}")
+                           f"unknown partition {tp}", -1)
                 continue
-            fresh = self.metadata.partition_state(tp)  # the ISR may be newer in the store
+            # the ISR may be newer in the store (no read where the preferred replica leads
+            # already: nothing to elect, whatever the ISR)
+            fresh = st if not unclean and st.leader == self.assignments[tp][0] else \
+                self.metadata.partition_state(tp)
             if fresh is not None:
                 self.states[tp] = fresh
                 new = decide(tp, fresh)
@@ -1092,9 +1078,9 @@ class Controller:
         if changes:
             written = self._write(changes, decide)
             for tp in changes:
-                if tp not in written and out.get(tp, (0, None))[0] == 0:
+                if tp not in written and out.get(tp, (0, None, -1))[0] == 0:
                     out[tp] = (int(ErrorCode.REQUEST_TIMED_OUT),
-                               "not elected: the partition's state kept changing; retry")
+                               "not elected: the partition's state kept changing; retry", -1)
             self._commit_states(written)
             self._send_leader_and_isr(written)
         return out
