@@ -515,12 +515,23 @@ def topics() -> None:
 def create(name: str, bootstrap: str | None, directory: str | None, partitions: int | None,
            replication_factor: int | None, configs: tuple[str, ...], force_simple: bool,
            broker_ids: list[int] | None, fmt: str) -> None:
-    """Create a topic (or add partitions to one): the controller places the replicas through
-    the cluster's placer (broker.replica.placer)."""
+    """Create a topic (or add --partitions partitions to one): the controller places the
+    replicas through the cluster's placer (broker.replica.placer)."""
+    from kafka_tiers.cluster.client import ClusterClient
+    from kafka_tiers.cluster.transport import ErrorCode, TransportError
+
     with _client(bootstrap, directory) as client:
-        asg = client.create_topic(name, partitions, replication_factor,
-                                  parse_kv(configs), broker_ids=broker_ids,
-                                  force_simple=force_simple)
+        try:
+            asg = client.create_topic(name, partitions, replication_factor,
+                                      parse_kv(configs), broker_ids=broker_ids,
+                                      force_simple=force_simple)
+        except TransportError as exc:  # (the Kafka-protocol client grows it on its own)
+            if not (isinstance(client, ClusterClient) and partitions
+                    and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
+                raise
+            current = len(client.describe_topic(name))
+            asg = client.add_partitions(name, current + partitions, broker_ids=broker_ids,
+                                        force_simple=force_simple)
     if fmt == "json":
         emit_json({"topic": name, "assignment": {str(p): r for p, r in asg.items()}})
     else:

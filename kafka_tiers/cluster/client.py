@@ -151,18 +151,24 @@ class ClusterClient:
             self.metadata([topic])
         return self._leaders.get((topic, partition), -1)
 
-    def _retrying(self, fn: Any, timeout: float | None, retry_sent: bool = True) -> Any:
+    def _retrying(self, fn: Any, timeout: float | None, retry_sent: bool = True,
+                  final: frozenset[ErrorCode] = frozenset()) -> Any:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             try:
                 return fn()
             except TransportError as exc:
-                if exc.code not in ROUTING or time.monotonic() > deadline or not retry_sent:
+                if exc.code not in ROUTING or exc.code in final or \
+                        time.monotonic() > deadline or not retry_sent:
                     raise
                 time.sleep(0.05)
 
     def _to_controller(self, api: ApiKey, body: Mapping[str, Any],
-                       timeout: float | None = None) -> Response:
+                       timeout: float | None = None,
+                       final: frozenset[ErrorCode] = frozenset()) -> Response:
+        """Send to the active controller, retrying routing errors (no controller yet, a
+        moved one) until ``timeout``; codes in ``final`` are the controller's answer, never
+        retried."""
         wait = self.timeout if timeout is None else timeout
 
         def once() -> Response:
@@ -172,7 +178,7 @@ class ClusterClient:
             return self.transport.send(self.broker_address(md["controller"]), api, body,
                                        timeout=wait + 5)
 
-        return self._retrying(once, timeout)
+        return self._retrying(once, timeout, final=final)
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, topic: str, partitions: int | None = None,
@@ -181,9 +187,10 @@ class ClusterClient:
                      broker_ids: Sequence[int] | None = None, force_simple: bool = False,
                      assignment: Mapping[int, Sequence[int]] | None = None,
                      wait: bool = True, timeout: float | None = None) -> dict[int, list[int]]:
-        """Create a topic (or add partitions to one) through the controller and its placer;
-        returns the new partitions' replicas. With ``wait``, returns once every leader is
-        known to the metadata.
+        """Create a topic through the controller and its placer; returns its partitions'
+        replicas. With ``wait``, returns once every leader is known to the metadata. A topic
+        that exists is never changed (of two concurrent creations one wins, the other gets
+        ``TOPIC_ALREADY_EXISTS``); :meth:`add_partitions` grows one.
 
         Raises:
             TransportError: ``TOPIC_ALREADY_EXISTS``, ``INVALID_REPLICATION_FACTOR``,
@@ -199,6 +206,35 @@ class ClusterClient:
         if assignment is not None:
             body["assignment"] = {str(p): list(r) for p, r in assignment.items()}
         resp = self._to_controller(ApiKey.CREATE_TOPICS, body, timeout)
+        result = {int(p): list(r) for p, r in resp.body["assignment"].items()}
+        if wait:
+            self.wait_for_leaders(topic, timeout=timeout)
+        return result
+
+    def add_partitions(self, topic: str, total: int, *,
+                       broker_ids: Sequence[int] | None = None, force_simple: bool = False,
+                       assignment: Sequence[Sequence[int]] | None = None,
+                       wait: bool = True, timeout: float | None = None) -> dict[int, list[int]]:
+        """Grow ``topic`` to ``total`` partitions through the controller (Kafka's
+        CreatePartitions: the new count, so a repeated request never grows the topic twice);
+        the new partitions keep the topic's replication factor and are placed by the placer,
+        or by ``assignment`` (the replicas of each new partition, in order). Returns the new
+        partitions' replicas; with ``wait``, once every leader is known.
+
+        Raises:
+            TransportError: ``UNKNOWN_TOPIC_OR_PARTITION``, ``INVALID_PARTITIONS`` (``total``
+                not above the current count), ``INVALID_REPLICA_ASSIGNMENT``, or a timeout.
+        """
+        body: dict[str, Any] = {"topic": topic, "total": total, "force_simple": force_simple,
+                                "timeout_ms": int((self.timeout if timeout is None
+                                                   else timeout) * 1000)}
+        if broker_ids is not None:
+            body["broker_ids"] = list(broker_ids)
+        if assignment is not None:
+            body["assignment"] = [list(r) for r in assignment]
+        # the controller knows every topic: its UNKNOWN_TOPIC_OR_PARTITION is the answer
+        resp = self._to_controller(ApiKey.CREATE_PARTITIONS, body, timeout,
+                                   final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
         result = {int(p): list(r) for p, r in resp.body["assignment"].items()}
         if wait:
             self.wait_for_leaders(topic, timeout=timeout)

@@ -666,21 +666,86 @@ class Controller:
                      broker_ids: Sequence[int] | None = None, force_simple: bool = False,
                      assignment: Mapping[int, Sequence[int]] | None = None,
                      validate_only: bool = False) -> dict[int, list[int]]:
-        """Create a topic, or add ``partitions`` partitions to an existing one (through the
-        configured placer, ``start_partition`` continuing the topic); returns the new
-        partitions' replicas. Runs on the controller thread (use :meth:`call`). A manual
-        ``assignment`` is checked like a placer's output (``validate_placement``: one
-        replication factor, distinct registered brokers, ...). ``validate_only``: every check
-        and the placement run, nothing is written or sent (Kafka's ``validateOnly``).
+        """Create ``topic`` through the configured placer; returns its partitions' replicas.
+        Runs on the controller thread (use :meth:`call`), so of two concurrent creations of
+        one name exactly one succeeds: creating never grows a topic that exists (growing is
+        :meth:`add_partitions`, which names the new total). A manual ``assignment`` is
+        checked like a placer's output (``validate_placement``: one replication factor,
+        distinct registered brokers, ...). ``validate_only``: every check and the placement
+        run, nothing is written or sent (Kafka's ``validateOnly``).
 
         Every count is checked against its bound (:mod:`kafka_tiers.placement.limits`) before
         anything is placed or written: a refusal raises
         :class:`~kafka_tiers.placement.limits.LimitExceededError` carrying its Kafka error code
         (``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``POLICY_VIOLATION``,
-        ``INVALID_REQUEST``)."""
+        ``INVALID_REQUEST``).
+
+        Raises:
+            ApiError: ``TOPIC_ALREADY_EXISTS`` when ``topic`` exists (nothing is changed).
+        """
         from kafka_tiers.log.names import validate_topic
 
         validate_topic(topic)
+        if topic in self.topic_configs:
+            raise ApiError(f"topic {topic!r} exists already", ErrorCode.TOPIC_ALREADY_EXISTS)
+        return self._place_partitions(topic, partitions, replication_factor, config,
+                                      broker_ids=broker_ids, force_simple=force_simple,
+                                      assignment=assignment, validate_only=validate_only)
+
+    def add_partitions(self, topic: str, total: int, *,
+                       broker_ids: Sequence[int] | None = None, force_simple: bool = False,
+                       assignment: Sequence[Sequence[int]] | None = None,
+                       validate_only: bool = False) -> dict[int, list[int]]:
+        """Grow ``topic`` to ``total`` partitions (Kafka's CreatePartitions: the new count,
+        not a number to add, so a repeated request never grows it twice); the new partitions
+        keep the topic's replication factor and are placed by the configured placer
+        (``start_partition`` continuing the topic) or by a manual ``assignment``: the
+        replicas of each new partition, in order. Returns the new partitions' replicas. Runs
+        on the controller thread (use :meth:`call`).
+
+        Raises:
+            ApiError: ``UNKNOWN_TOPIC_OR_PARTITION`` (no such topic), ``INVALID_PARTITIONS``
+                (``total`` not above the current count: partitions are never removed),
+                ``INVALID_REPLICA_ASSIGNMENT`` (not one assignment per new partition, or
+                another replication factor than the topic's); the bounds and checks of
+                :meth:`create_topic`. Nothing is changed on a refusal.
+        """
+        if topic not in self.topic_configs:
+            raise ApiError(f"unknown topic {topic!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        existing = sum(1 for tp in self.assignments if tp.topic == topic)
+        total = as_count(total, f"the partition count of topic {topic}", minimum=1,
+                         error_code="INVALID_PARTITIONS")
+        if total <= existing:
+            raise ApiError(f"topic {topic} has {existing} partitions: the new count {total} "
+                           "must be above it (partitions are never removed)",
+                           ErrorCode.INVALID_PARTITIONS)
+        rf = len(self.assignments.get(TopicPartition(topic, 0), ())) or 1
+        plan = None
+        if assignment is not None:
+            given = check_request_entries(self.core.config, assignment,
+                                          f"assignments of {topic}")
+            if len(given) != total - existing:
+                raise ApiError(f"topic {topic}: {len(given)} assignments for "
+                               f"{total - existing} new partitions (partitions {existing} to "
+                               f"{total - 1})", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+            odd = sorted({len(r) for r in given} - {rf})
+            if odd:
+                raise ApiError(f"topic {topic} has replication factor {rf}; the assignments "
+                               f"of the new partitions give {odd} replicas (one factor per "
+                               "topic)", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+            plan = {existing + i: reps for i, reps in enumerate(given)}
+        return self._place_partitions(topic, total - existing, rf, None,
+                                      broker_ids=broker_ids, force_simple=force_simple,
+                                      assignment=plan, validate_only=validate_only)
+
+    def _place_partitions(self, topic: str, partitions: int, replication_factor: int,
+                          config: Mapping[str, str] | None, *,
+                          broker_ids: Sequence[int] | None, force_simple: bool,
+                          assignment: Mapping[int, Sequence[int]] | None,
+                          validate_only: bool) -> dict[int, list[int]]:
+        """Place, write and start ``partitions`` new partitions of ``topic`` (a new topic,
+        or more partitions of an existing one: :meth:`create_topic` and
+        :meth:`add_partitions` decided which)."""
         exists = topic in self.topic_configs
         limits = self.core.config
         existing = sum(1 for tp in self.assignments if tp.topic == topic) if exists else 0

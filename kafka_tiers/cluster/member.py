@@ -364,6 +364,7 @@ class ClusterMember:
             ApiKey.STOP_REPLICA: self._stop_replica,
             ApiKey.METADATA: self._metadata,
             ApiKey.CREATE_TOPICS: self._create_topics,
+            ApiKey.CREATE_PARTITIONS: self._create_partitions,
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_REPLICA_PLACEMENT: self._placement,
             ApiKey.ELECT_LEADERS: self._elect_leaders,
@@ -458,6 +459,17 @@ class ClusterMember:
         timeout = b.get("timeout_ms")
         result = ctl.call(lambda: ctl.create_topic(
             b["topic"], parts, rf, b.get("config") or {}, broker_ids=b.get("broker_ids"),
+            force_simple=bool(b.get("force_simple")), assignment=b.get("assignment")),
+            timeout=None if timeout is None else int(timeout) / 1000.0)
+        return Response({"topic": b["topic"], "assignment": {str(k): v for k, v in
+                                                              result.items()}})
+
+    def _create_partitions(self, req: Request) -> Response:
+        ctl = self._ctl()
+        b = req.body
+        timeout = b.get("timeout_ms")
+        result = ctl.call(lambda: ctl.add_partitions(
+            b["topic"], b["total"], broker_ids=b.get("broker_ids"),
             force_simple=bool(b.get("force_simple")), assignment=b.get("assignment")),
             timeout=None if timeout is None else int(timeout) / 1000.0)
         return Response({"topic": b["topic"], "assignment": {str(k): v for k, v in

@@ -237,6 +237,11 @@ REQUEST_SCHEMAS: dict[int, Obj] = {
          "broker_ids": Nullable(BROKER_IDS), "force_simple": BOOL,
          "assignment": Nullable(MapOf(ListOf(ANY))), "timeout_ms": TIMEOUT_MS}),
     ApiKey.DELETE_TOPICS: Obj({"topic": STR}, {"timeout_ms": TIMEOUT_MS}),
+    # the new total (as Kafka's CreatePartitions), never a number to add
+    ApiKey.CREATE_PARTITIONS: Obj(
+        {"topic": STR, "total": ANY},
+        {"broker_ids": Nullable(BROKER_IDS), "force_simple": BOOL,
+         "assignment": Nullable(ListOf(ListOf(ANY))), "timeout_ms": TIMEOUT_MS}),
     ApiKey.CREATE_REPLICA_PLACEMENT: Obj(
         {}, {"num_partitions": ANY, "replication_factor": ANY, "start_partition": ANY,
              "force_simple": BOOL, "broker_ids": Nullable(BROKER_IDS),

@@ -43,7 +43,7 @@ def test_every_installed_placer_creates_valid_topics(make_cluster, placer: str) 
     assert sorted(asg) == list(range(8))
     for reps in asg.values():
         assert len(set(reps)) == 3 and set(reps) <= {1, 2, 3, 4}
-    more = cl.create_topic("p", 4, 3)  # start_partition continues the topic
+    more = cl.add_partitions("p", 12)  # start_partition continues the topic
     assert sorted(more) == [8, 9, 10, 11]
     assert [d["leader"] for d in cl.describe_topic("p")] == \
         [({**asg, **more})[p][0] for p in range(12)]

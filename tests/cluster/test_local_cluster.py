@@ -40,6 +40,62 @@ def wait_converged(c: LocalCluster, topic: str, partition: int, timeout: float =
     c.wait_until(same, timeout, f"replicas of {topic}-{partition} converge")
 
 
+def test_creating_an_existing_topic_never_grows_it(make_cluster: Make) -> None:
+    """Creation is refused for a topic that exists, however many ask at once (exactly one
+    of concurrent creations wins, the others get TOPIC_ALREADY_EXISTS and nothing changes);
+    growing is its own request naming the new total, so repeating it never grows twice."""
+    import threading
+
+    c = make_cluster()
+    outcomes: list[object] = []
+    start = threading.Barrier(4)
+
+    def create() -> None:
+        cl = c.client()
+        try:
+            start.wait(10)
+            outcomes.append(sorted(cl.create_topic("once", 3, 3, wait=False)))
+        except TransportError as exc:
+            outcomes.append(exc.code)
+        finally:
+            cl.close()
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert outcomes.count([0, 1, 2]) == 1, outcomes
+    assert outcomes.count(ErrorCode.TOPIC_ALREADY_EXISTS) == 3, outcomes
+    cl = c.client()
+    cl.wait_for_leaders("once")
+    with pytest.raises(TransportError) as err:
+        cl.create_topic("once", 3, 3)
+    assert err.value.code == ErrorCode.TOPIC_ALREADY_EXISTS and "exists" in str(err.value)
+    assert len(cl.describe_topic("once")) == 3
+    # growing names the total: a repeat is refused, not applied twice
+    assert sorted(cl.add_partitions("once", 5)) == [3, 4]
+    for total in (5, 4):
+        with pytest.raises(TransportError) as err:
+            cl.add_partitions("once", total)
+        assert err.value.code == ErrorCode.INVALID_PARTITIONS
+        assert "has 5 partitions" in str(err.value)
+    assert len(cl.describe_topic("once")) == 5
+    with pytest.raises(TransportError) as err:
+        cl.add_partitions("nope", 2)
+    assert err.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    # a manual assignment: one per new partition, in the topic's replication factor
+    for bad, why in (([[1, 2, 3]], "1 assignments for 2 new partitions"),
+                     ([[1, 2, 3], [1, 2]], "replication factor 3")):
+        with pytest.raises(TransportError) as err:
+            cl.add_partitions("once", 7, assignment=bad)
+        assert err.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and why in str(err.value)
+    assert cl.add_partitions("once", 7, assignment=[[2, 3, 1], [3, 1, 2]]) == \
+        {5: [2, 3, 1], 6: [3, 1, 2]}
+    assert len(cl.describe_topic("once")) == 7
+    cl.close()
+
+
 def test_create_topic_through_placer_and_admin_placement(make_cluster: Make,
                                                          recorder: HookRecorder) -> None:
     c = make_cluster(racks=RACKS, overrides={"broker.replica.placer": "multi-level-rack"}) \
@@ -55,10 +111,10 @@ def test_create_topic_through_placer_and_admin_placement(make_cluster: Make,
     assert [p["leader"] for p in desc] == leaders
     assert all(sorted(p["isr"]) == [1, 2, 3] for p in desc)
     # adding partitions continues the topic (start_partition)
-    more = cl.create_topic("orders", 3, 3)
+    more = cl.add_partitions("orders", 9)
     assert sorted(more) == [6, 7, 8]
     with pytest.raises(TransportError) as err:
-        cl.create_topic("orders", partitions=None, replication_factor=9, wait=False,
+        cl.create_topic("wide", partitions=None, replication_factor=9, wait=False,
                         timeout=2)
     assert err.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
     # document 001's admin operation, served by the controller

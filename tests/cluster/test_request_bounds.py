@@ -61,10 +61,12 @@ def test_create_topics_counts_are_bounded_with_kafka_error_codes(make_cluster: M
     assert sorted(cl.create_topic("t", 6, 1)) == list(range(6))
     # per topic: 6 + 2 fits, 6 + 3 does not (CreatePartitions)
     with pytest.raises(TransportError) as err:
-        cl.create_topic("t", 3, 1, wait=False)
+        cl.add_partitions("t", 9, wait=False)
     assert err.value.code == ErrorCode.INVALID_PARTITIONS
     assert "max.topic.partitions 8" in str(err.value)
-    assert sorted(cl.create_topic("t", 2, 1)) == [6, 7]
+    assert sorted(cl.add_partitions("t", 8)) == [6, 7]
+    assert _code(lambda: cl.add_partitions("t", HUGE, wait=False)) == \
+        ErrorCode.INVALID_PARTITIONS
     # replication factor: the cap, then the live brokers
     assert _code(lambda: cl.create_topic("r", 1, 3, wait=False)) == \
         ErrorCode.INVALID_REPLICATION_FACTOR
@@ -107,7 +109,15 @@ def test_replication_factor_above_live_brokers_and_bad_types(make_cluster: Make)
     assert raw({"topic": "x", "assignment": {"0": [1], "2": [2]}}) == \
         ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert raw({"topic": "x", "assignment": {"0": [1, 2], "1": [2, 3]}}) == ErrorCode.NONE
-    assert raw({"topic": "x", "assignment": {"2": [3]}}) == ErrorCode.NONE  # continues
+    assert raw({"topic": "x", "assignment": {"0": [3]}}) == \
+        ErrorCode.TOPIC_ALREADY_EXISTS  # creating never grows a topic
+    grown = cl.transport.send_raw(address, ApiKey.CREATE_PARTITIONS,
+                                  {"topic": "x", "total": 3, "assignment": [[3, 1]]})
+    assert (grown.error, grown.body.get("assignment")) == (ErrorCode.NONE, {"2": [3, 1]})
+    for body in ({"topic": "x", "total": "many"}, {"topic": "x", "total": HUGE},
+                 {"topic": "x", "total": 5, "assignment": [[1]] * 200_000}):
+        bad = cl.transport.send_raw(address, ApiKey.CREATE_PARTITIONS, body)
+        assert bad.error in (ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REQUEST), bad
     assert raw({"topic": "x", "partitions": 1, "replication_factor": 1,
                 "broker_ids": list(range(200_000))}) == ErrorCode.INVALID_REQUEST
     placement = cl.transport.send_raw(address, ApiKey.CREATE_REPLICA_PLACEMENT,

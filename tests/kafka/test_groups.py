@@ -178,6 +178,46 @@ def test_find_coordinator_cluster_places_by_hash(
         assert (again.error_code, again.node_id) == (0, first.node_id)
 
 
+def test_find_coordinator_on_every_broker_at_once_creates_the_topic_once(
+        make_kafka_cluster: Callable[..., object]) -> None:
+    """The first FindCoordinator of a fresh cluster, sent to every broker at the same moment
+    (as a group of consumers does): each broker asks the controller to create the offsets
+    topic; one creation wins and the others see it exists, so the topic keeps
+    offsets.topic.num.partitions partitions and every broker names the same coordinator.
+    (Creating once grew the topic by the count on every losing request: brokers then hashed
+    one group to different partitions and the group never formed.)"""
+    cluster: Any = make_kafka_cluster(brokers=3, overrides=FAST)
+    boot = cluster.bootstrap_servers.split(",")
+    start = threading.Barrier(len(boot) * 2)
+    answers: list[tuple[int, int]] = []
+    failures: list[str] = []
+
+    def ask(addr: str) -> None:
+        try:
+            with RawConnection(addr) as conn:
+                start.wait(10)
+                deadline = time.monotonic() + 20
+                while True:
+                    resp = find_coordinator(conn, "same-group", 3)
+                    if resp.error_code == 0 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                answers.append((resp.error_code, resp.node_id))
+        except Exception as exc:  # reported by the test
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=ask, args=(a,)) for a in boot * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not failures
+    assert len(answers) == len(threads) and len(set(answers)) == 1 and answers[0][0] == 0
+    for b in (1, 2, 3):
+        topic = cluster.broker(b).metadata.topic(OFFSETS_TOPIC)
+        assert sorted(topic.partitions) == [0, 1, 2]
+
+
 # ------------------------------------------------------------------ the state machine
 
 

