@@ -209,7 +209,8 @@ SECTIONS: tuple[str, ...] = ("kafka_tiers.config:CORE_KEYS", "kafka_tiers.log.co
                              "kafka_tiers.cluster.config:CLUSTER_KEYS",
                              "kafka_tiers.kafka.config:KAFKA_LISTENER_KEYS",
                              "kafka_tiers.placement.limits:LIMIT_KEYS",
-                             "kafka_tiers.kafka.groups.config:GROUP_KEYS")
+                             "kafka_tiers.kafka.groups.config:GROUP_KEYS",
+                             "kafka_tiers.kafka.security.config:SECURITY_KEYS")
 
 
 #: Prefixes of the keys plugins read (the prefix stripped): never unknown, never validated here.

@@ -81,7 +81,7 @@ def test_unknown_name_lists_installed(fake_plugins: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "fragment", "cause"),
     [
-        ("acme-old", "supports SPI >=3.0,<4, but this kafka-tiers provides SPI 2.0.0",
+        ("acme-old", "supports SPI >=3.0,<4, but this kafka-tiers provides SPI 2.1.0",
          "incompatible SPI version"),
         ("acme-abstract", "does not implement place", "abstract methods left"),
         ("acme-notaplacer", "not a subclass of kafka_tiers.api.ReplicaPlacer",

@@ -10,6 +10,24 @@ Plugins may declare the SPI range they support with the class attribute ``SUPPOR
 (a PEP 440 specifier such as ``">=2.0,<3"``); the core refuses an incompatible plugin.
 """
 
+from kafka_tiers.api.authorizer import (
+    ANONYMOUS,
+    AUTHORIZER_GROUP,
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AclStorage,
+    Action,
+    AuthorizationResult,
+    Authorizer,
+    KafkaPrincipal,
+    PatternType,
+    RequestIdentity,
+    ResourcePattern,
+    ResourceType,
+)
 from kafka_tiers.api.cluster import BrokerInfo, ClusterView, TopicPartition
 from kafka_tiers.api.errors import (
     ConfigError,
@@ -49,10 +67,21 @@ from kafka_tiers.api.storage import (
     check_range,
 )
 
-SPI_VERSION = "2.0.0"
+SPI_VERSION = "2.1.0"  # 2.1: the authorizer interface
 
 __all__ = [
+    "ANONYMOUS",
+    "AUTHORIZER_GROUP",
     "SPI_VERSION",
+    "AccessControlEntry",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "AclStorage",
+    "Action",
+    "AuthorizationResult",
+    "Authorizer",
     "BrokerInfo",
     "ByteRange",
     "ClusterView",
@@ -62,6 +91,7 @@ __all__ = [
     "InvalidRangeError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
+    "KafkaPrincipal",
     "KafkaTiersError",
     "LogDirInfo",
     "LogSegmentData",
@@ -69,6 +99,7 @@ __all__ = [
     "MultipartObjectStore",
     "ObjectInfo",
     "ObjectStore",
+    "PatternType",
     "PlacementError",
     "PlacementSpec",
     "Plugin",
@@ -80,6 +111,9 @@ __all__ = [
     "RemoteStorageError",
     "RemoteStorageManager",
     "ReplicaPlacer",
+    "RequestIdentity",
+    "ResourcePattern",
+    "ResourceType",
     "RetriableRemoteStorageError",
     "Secret",
     "StorageCapability",

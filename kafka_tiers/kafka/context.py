@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kafka_tiers.api.authorizer import (
+    AclOperation,
+    Action,
+    KafkaPrincipal,
+    RequestIdentity,
+    ResourceType,
+)
 from kafka_tiers.kafka.codec import RequestHeader, response_class
+from kafka_tiers.kafka.security.session import ConnectionSession
 
 if TYPE_CHECKING:
     from kafka_tiers.broker.broker import Broker
@@ -96,18 +104,51 @@ class RequestContext:
     Attributes:
         server: the Kafka server (its broker, config and shared components).
         header: the request header (key, version, correlation id, client id).
-        listener: the listener name the request came in on (``PLAINTEXT``).
-        security_protocol: that listener's security protocol.
-        peer: ``host:port`` of the client.
-        principal: who sent it (``User:ANONYMOUS`` until authentication exists).
+        connection: the connection's security state (listener, principal, SASL exchange).
     """
 
     server: KafkaServer
     header: RequestHeader
-    listener: str
-    security_protocol: str
-    peer: str
-    principal: str = "User:ANONYMOUS"
+    connection: ConnectionSession
+
+    @property
+    def listener(self) -> str:
+        """The listener name the request came in on (``PLAINTEXT``)."""
+        return self.connection.listener
+
+    @property
+    def security_protocol(self) -> str:
+        """That listener's security protocol."""
+        return self.connection.security_protocol
+
+    @property
+    def peer(self) -> str:
+        """``host:port`` of the client."""
+        return self.connection.peer
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who sent the request (``User:ANONYMOUS`` when the listener authenticates
+        nobody)."""
+        return self.connection.principal
+
+    def identity(self) -> RequestIdentity:
+        """The request's principal and origin, as the authorizer sees them."""
+        c = self.connection
+        return RequestIdentity(c.principal, c.ip, c.listener, c.security_protocol,
+                               self.header.client_id or "", self.header.api_key)
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str, *,
+                  log_if_denied: bool = True) -> bool:
+        """Whether the principal may perform ``operation`` on the resource (always True
+        without an authorizer). A denial is audited unless ``log_if_denied`` is False."""
+        return self.authorize_all([Action(operation, resource_type, name,
+                                          log_if_denied=log_if_denied)])[0]
+
+    def authorize_all(self, actions: Sequence[Action]) -> list[bool]:
+        """:meth:`authorize` of several actions in one call to the authorizer."""
+        from kafka_tiers.kafka.security import authorization
+        return authorization.check(self.server, self.identity(), actions)
 
     @property
     def broker(self) -> Broker:

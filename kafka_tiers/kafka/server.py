@@ -64,8 +64,11 @@ from kafka_tiers.kafka.context import (
 )
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
+from kafka_tiers.kafka.security import gate
+from kafka_tiers.kafka.security.session import ConnectionSession
 
 if TYPE_CHECKING:
+    from kafka_tiers.api.authorizer import Authorizer
     from kafka_tiers.broker.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -114,8 +117,8 @@ class _Conn:
     """One connection's state, owned by the network thread (a handler thread holds it only
     while its request is in flight, the connection muted)."""
 
-    __slots__ = ("body", "head", "ip", "last", "lst", "peer", "reserved", "size", "sock",
-                 "started")
+    __slots__ = ("body", "head", "ip", "last", "lst", "peer", "reserved", "session", "size",
+                 "sock", "started")
 
     def __init__(self, sock: socket.socket, lst: _Listener, ip: str, peer: str,
                  now: float) -> None:
@@ -129,6 +132,8 @@ class _Conn:
         self.reserved: tuple[bool, int] | None = None  # queued.max.request.bytes held
         self.started = 0.0  # when the frame under way started (0: none)
         self.last = now  # the last request or response
+        self.session = ConnectionSession.new(lst.spec.name, lst.spec.security_protocol, peer,
+                                             ip)
 
 
 class _MemoryPool:
@@ -294,6 +299,8 @@ class KafkaServer:
         self._handlers = _Handlers(int(cfg["request.handler.threads.max"]))
         self._lock = threading.Lock()
         self._components: dict[str, Any] = {}
+        #: the authorizer (``authorizer.class.name``), None when every request is allowed
+        self.authorizer: Authorizer | None = None
         self._stopping = threading.Event()
         self._selector: selectors.BaseSelector | None = None
         self._wake_r, self._wake_w = socket.socketpair()
@@ -642,7 +649,7 @@ class KafkaServer:
     def _serve(self, c: _Conn, frame: bytearray) -> None:
         keep = False
         try:
-            keep = self._handle(c.lst, c.sock, c.peer, frame)
+            keep = self._handle(c.lst, c.sock, c.session, frame)
         except (OSError, TimeoutError) as exc:
             log.debug("kafka connection %s: %s", c.peer, exc)
         except Exception:
@@ -655,14 +662,20 @@ class KafkaServer:
             self._returned.append((c, keep))
             self._wake()
 
-    def _handle(self, lst: _Listener, conn: socket.socket, peer: str, frame: bytearray
-                ) -> bool:
+    def _handle(self, lst: _Listener, conn: socket.socket, session: ConnectionSession,
+                frame: bytearray) -> bool:
         """Handle one request; False when the connection is to be closed."""
+        peer = session.peer
         try:
             key, version, corr = codec.peek_header(frame)
         except codec.FrameError as exc:
             log.warning("kafka listener %s: %s: %s; connection closed", lst.spec.name, peer,
                         exc)
+            return False
+        refused = gate.refusal(session, key, time.monotonic())
+        if refused is not None:
+            log.info("kafka listener %s: %s (%s): %s; connection closed", lst.spec.name, peer,
+                     session.principal, refused)
             return False
         api = self.apis.get(key)
         if api is None or not api.min_version <= version <= api.max_version:
@@ -686,7 +699,7 @@ class KafkaServer:
             log.warning("kafka listener %s: %s: %s; connection closed", lst.spec.name, peer,
                         exc)
             return False
-        ctx = RequestContext(self, header, lst.spec.name, lst.spec.security_protocol, peer)
+        ctx = RequestContext(self, header, session)
         try:
             reply = api.handler(ctx, request)
         except Exception:

@@ -132,7 +132,7 @@ def test_cluster_topic_ids_agree_on_every_broker_and_survive_restarts(tmp_path: 
         (tid,) = ids
         assert tid is not None
         assert all(topic_name(c.broker(b), tid) == "t" for b in (1, 2, 3))
-        cl.create_topic("t", 5, 2)  # more partitions keep the id
+        cl.add_partitions("t", 8)  # more partitions keep the id
         assert c.broker(1).member.metadata.topic("t").topic_id == str(tid)
         c.restart(2)
         assert topic_id(c.broker(2), "t") == tid
