@@ -1,0 +1,1 @@
+"""Tests of the Kafka listener's security: TLS, SASL, credentials, ACLs, authorization."""
