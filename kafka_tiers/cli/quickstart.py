@@ -54,8 +54,9 @@ def quickstart(config_path: str | None, cluster_path: str | None, topic: str,
     remote log manager copies the rolled segments, local retention removes them from the local
     disk, and a read from offset 0 comes back from the remote tier. A real Kafka client
     (confluent-kafka when installed, else kafka-python) then produces to the broker's Kafka
-    listener (127.0.0.1, a free port) and consumes the partition from offset 0, the old
-    offsets served from the remote tier, every record checked. The broker is shut down
+    listener (PLAINTEXT on 127.0.0.1 only, a free port: no TLS, SASL or ACLs, see
+    docs/security.md) and consumes the partition from offset 0, the old offsets served from
+    the remote tier, every record checked. The broker is shut down
     cleanly and its files stay, so the commands printed at the end (log-dirs describe,
     reassign, remote ls, dump-log) work on them.
 
@@ -264,8 +265,8 @@ def kafka_client_demo(bootstrap: str, topic: str, values: list[bytes], local_sta
     expected = values + produced
     matches = [v for _, v in got] == expected and [o for o, _ in got] == list(range(len(got)))
     return {"client": client, "client_version": _dist_version(client),
-            "bootstrap_servers": bootstrap, "produced": len(produced),
-            "produced_offsets": [base, base + len(produced) - 1],
+            "bootstrap_servers": bootstrap, "security_protocol": "PLAINTEXT",
+            "produced": len(produced), "produced_offsets": [base, base + len(produced) - 1],
             "consumed": len(got), "from_offset": 0,
             "from_remote": sum(1 for o, _ in got if o < local_start),
             "matches": matches, "seconds": round(time.perf_counter() - started, 3)}
@@ -454,6 +455,8 @@ def show_tiering(doc: dict[str, Any]) -> None:
                   f"records (offsets {first}..{last}, acks=all), then consumed "
                   f"{kc['consumed']} records from offset 0, {kc['from_remote']} of them served "
                   f"from the remote tier: {'all match' if kc['matches'] else 'MISMATCH'}")
+        out.print(f"the quick-start broker's listener is {kc['security_protocol']} on 127.0.0.1 "
+                  "only (no TLS, no SASL, no ACLs); docs/security.md secures a broker")
 
 
 def _raw(value: object) -> object:

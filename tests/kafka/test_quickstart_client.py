@@ -29,6 +29,8 @@ def test_quickstart_kafka_client_reads_the_remote_tier(tmp_path: Path) -> None:
     assert kc["client"] == "confluent-kafka" and kc["client_version"]
     host, _, port = kc["bootstrap_servers"].partition(":")
     assert host == "127.0.0.1" and int(port) not in (0, 9092)  # a free port, not the sample's
+    # the quick start's broker is PLAINTEXT on loopback only (docs/security.md secures one)
+    assert kc["security_protocol"] == "PLAINTEXT"
     assert kc["produced"] == CLIENT_RECORDS
     assert kc["produced_offsets"] == [300, 300 + CLIENT_RECORDS - 1]
     assert kc["consumed"] == 300 + CLIENT_RECORDS and kc["matches"] is True
@@ -42,6 +44,8 @@ def test_quickstart_shows_the_kafka_client(tmp_path: Path) -> None:
     assert "a Kafka client (confluent-kafka" in text
     assert f"then consumed {300 + CLIENT_RECORDS} records from offset 0" in text
     assert "served from the remote tier: all match" in text
+    assert ("the quick-start broker's listener is PLAINTEXT on 127.0.0.1 only (no TLS, no SASL, "
+            "no ACLs); docs/security.md secures a broker") in text
 
 
 def test_quickstart_without_confluent_kafka_uses_kafka_python(tmp_path: Path,
