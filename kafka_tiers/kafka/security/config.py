@@ -11,18 +11,53 @@ Per-listener overrides use Kafka's syntax, ``listener.name.<listener, lower case
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api.secret import Secret
-from kafka_tiers.config import ConfigKey
+from kafka_tiers.config import Bool, ConfigKey, String
 
 #: ssl.* keys (the TLS listeners' certificates, trust, client authentication, protocols)
 TLS_KEYS: tuple[ConfigKey, ...] = ()
 #: sasl.* keys (mechanisms, JAAS users, re-authentication, the unauthenticated byte bound)
 SASL_KEYS: tuple[ConfigKey, ...] = ()
+
+
+def _authorizer_name(value: str) -> str | None:
+    """``authorizer.class.name``: empty, an entry-point name, ``pkg.module:Class`` or one of
+    Kafka's class names (aliases of the built-in ``acl``)."""
+    if not value or re.fullmatch(r"[A-Za-z0-9_.-]+(:[A-Za-z_][A-Za-z0-9_.]*)?", value):
+        return None
+    return ("an entry-point name of group kafka_tiers.authorizer (acl), pkg.module:Class, "
+            "or empty for no authorizer")
+
+
+def _super_users(value: str) -> str | None:
+    """``super.users``: principals ``TYPE:NAME`` separated by semicolons."""
+    for item in value.split(";"):
+        kind, sep, name = item.strip().partition(":")
+        if item.strip() and (not sep or not kind or not name):
+            return (f"principals TYPE:NAME separated by ';' (User:admin;User:CN=broker,O=x); "
+                    f"{item.strip()!r} has no TYPE:")
+    return None
+
+
 #: authorizer.class.name, super.users, allow.everyone.if.no.acl.found
-AUTHORIZER_KEYS: tuple[ConfigKey, ...] = ()
+AUTHORIZER_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("authorizer.class.name", String(allow_empty=True), "",
+              "The authorizer: an entry-point name of group kafka_tiers.authorizer (acl, the "
+              "built-in ACL authorizer; Kafka's kafka.security.authorizer.AclAuthorizer and "
+              "org.apache.kafka.metadata.authorizer.StandardAuthorizer mean acl too) or "
+              "pkg.module:Class; empty: no authorizer, every request is allowed.",
+              check=_authorizer_name),
+    ConfigKey("super.users", String(allow_empty=True), "",
+              "Principals allowed everything, separated by ';' (User:admin;User:CN=broker).",
+              check=_super_users),
+    ConfigKey("allow.everyone.if.no.acl.found", Bool(), False,
+              "With an authorizer: whether a resource no ACL names is open to everyone "
+              "(Kafka's default false: it is closed to all but super users)."),
+)
 #: inter.broker.listener.name, security.inter.broker.protocol and the internal transport's
 INTER_BROKER_KEYS: tuple[ConfigKey, ...] = ()
 
