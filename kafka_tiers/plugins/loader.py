@@ -41,10 +41,12 @@ PLACER_GROUP = "kafka_tiers.replica_placer"
 STORAGE_GROUP = "kafka_tiers.remote_storage"
 OBJECT_STORE_GROUP = "kafka_tiers.object_store"
 HOOK_GROUP = "kafka_tiers"
+AUTHORIZER_GROUP = "kafka_tiers.authorizer"
 
 #: group -> what its plugins are called in messages
 KINDS = {PLACER_GROUP: "replica placer", STORAGE_GROUP: "remote storage plugin",
-         OBJECT_STORE_GROUP: "object store plugin", HOOK_GROUP: "hook plugin"}
+         OBJECT_STORE_GROUP: "object store plugin", HOOK_GROUP: "hook plugin",
+         AUTHORIZER_GROUP: "authorizer"}
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -108,6 +110,10 @@ def _interface_for(group: str) -> type[Any]:
         from kafka_tiers.api.objectstore import ObjectStore
 
         return ObjectStore
+    if group == AUTHORIZER_GROUP:
+        from kafka_tiers.api.authorizer import Authorizer
+
+        return Authorizer
     raise ValueError(f"no interface for group {group}")
 
 
@@ -371,6 +377,7 @@ def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STOR
 
 
 __all__ = [
+    "AUTHORIZER_GROUP",
     "HOOK_GROUP",
     "OBJECT_STORE_GROUP",
     "PLACER_GROUP",
