@@ -20,6 +20,14 @@ Two transports share the handlers: :class:`TcpServer` / :class:`TcpClient` on 12
 reused connection per address, one request in flight on it, a timeout per request), and
 :class:`LoopbackNetwork` for several brokers in one process (the handler runs in the caller's
 thread; an endpoint can be stopped, or paused like a SIGSTOPped process).
+
+Security: a :class:`TcpServer` / :class:`TcpClient` given a :class:`ChannelSecurity` (the
+inter-broker listener's TLS with mutual authentication,
+:mod:`kafka_tiers.cluster.transport_security`) secures every connection before its first
+frame; each request then carries its peer's :attr:`Request.principal`. A table that
+:meth:`HandlerTable.require_authentication` answers a request without one
+``CLUSTER_AUTHORIZATION_FAILED`` before any handler runs. Without a ``ChannelSecurity`` the
+plaintext path is exactly what it was (no wrapping, no extra work per request).
 """
 
 from __future__ import annotations
@@ -36,8 +44,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from kafka_tiers.api.authorizer import KafkaPrincipal
 from kafka_tiers.api.errors import KafkaTiersError
 
 log = logging.getLogger(__name__)
@@ -87,6 +96,7 @@ class ErrorCode(enum.IntEnum):
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     INVALID_REQUIRED_ACKS = 21
+    CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -151,6 +161,10 @@ class Request:
     correlation_id: int = 0
     #: who sent it (``host:port`` of a TCP peer, ``loopback`` in-process), for log lines
     peer: str = "loopback"
+    #: the authenticated sender: the principal of a TLS peer's certificate (a super user),
+    #: or :data:`IN_PROCESS` on a loopback network; None when the connection did not
+    #: authenticate (a plaintext TCP peer)
+    principal: KafkaPrincipal | None = None
 
 
 @dataclass
@@ -160,6 +174,38 @@ class Response:
     body: dict[str, Any] = field(default_factory=dict)
     payload: bytes = b""
     error: ErrorCode = ErrorCode.NONE
+
+
+#: the principal of requests made inside this process (a :class:`LoopbackNetwork`)
+IN_PROCESS = KafkaPrincipal("User", "kafka-tiers-in-process")
+
+
+class ChannelSecurity(Protocol):
+    """How a :class:`TcpServer` and a :class:`TcpClient` secure their connections
+    (:class:`kafka_tiers.cluster.transport_security.TlsChannel`)."""
+
+    def accept(self, sock: socket.socket, peer: str) -> tuple[socket.socket, KafkaPrincipal]:
+        """Secure an accepted connection and authenticate its peer (``peer``: ``host:port``
+        for log lines); return the socket to use and the peer's principal.
+
+        Raises:
+            PeerRefusedError: the handshake failed or the peer may not use this channel
+                (the caller closes the connection; the refusal is already logged).
+        """
+        ...
+
+    def connect(self, sock: socket.socket, host: str) -> socket.socket:
+        """Secure a connection this side opened to ``host``; return the socket to use.
+
+        Raises:
+            TransportError: the handshake failed, or the other side is not a peer this
+                channel trusts (``sent`` False: no request went out).
+        """
+        ...
+
+
+class PeerRefusedError(ConnectionError):
+    """An accepted connection whose peer did not authenticate as an allowed principal."""
 
 
 Handler = Callable[[Request], Response]
@@ -173,6 +219,16 @@ class HandlerTable:
     def __init__(self) -> None:
         self._table: dict[int, tuple[int, int, Handler]] = {}
         self._validators: dict[int, BodyValidator] = {}
+        #: answer requests without a principal CLUSTER_AUTHORIZATION_FAILED
+        self.authenticated_only = False
+        self._refusals = LogRateLimit(60.0)
+
+    def require_authentication(self) -> None:
+        """From now on, refuse every request whose :attr:`Request.principal` is None
+        (``CLUSTER_AUTHORIZATION_FAILED``, nothing done, one WARN line per peer host a
+        minute): the check in the dispatcher behind the channel's own (defence in depth).
+        Idempotent."""
+        self.authenticated_only = True
 
     def register(self, api_key: int, handler: Handler, *, min_version: int = 0,
                  max_version: int = 0, validate: BodyValidator | None = None) -> None:
@@ -197,7 +253,19 @@ class HandlerTable:
         the field. An ``ApiError`` becomes its code, a library error the code of its
         kind (:func:`error_code_for`), a missing or mistyped field (``KeyError``,
         ``TypeError``, ``ValueError``) ``INVALID_REQUEST`` (one WARN line); anything else is
-        a bug: ``UNKNOWN`` with one ERROR line (the traceback at DEBUG)."""
+        a bug: ``UNKNOWN`` with one ERROR line (the traceback at DEBUG). On a table that
+        :meth:`require_authentication`, a request without a principal is
+        ``CLUSTER_AUTHORIZATION_FAILED`` before anything else."""
+        if self.authenticated_only and req.principal is None:
+            host = req.peer.rpartition(":")[0] or req.peer
+            if self._refusals.allow(host):
+                log.warning("refused a %s request from %s: the peer did not authenticate "
+                            "(the internal transport serves only brokers authenticated by "
+                            "TLS; at most one such line per peer a minute)",
+                            _api_name(req.api_key), req.peer)
+            return Response({"message": "the internal transport serves only authenticated "
+                                        "brokers", "nothing_done": True},
+                            error=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         entry = self._table.get(req.api_key)
         if entry is None or not entry[0] <= req.api_version <= entry[1]:
             return Response({"message": f"unsupported api {req.api_key} "
@@ -233,6 +301,27 @@ class HandlerTable:
             log.debug("the %s handler failed", _api_name(req.api_key), exc_info=True)
             return Response({"message": f"{type(exc).__name__}: {exc}"},
                             error=ErrorCode.UNKNOWN)
+
+
+class LogRateLimit:
+    """Whether to log about a key (a peer host, a principal) now: at most once per
+    ``interval`` seconds per key (keys forgotten after their interval; at most 4096 kept)."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.interval:
+                return False
+            if len(self._last) >= 4096:
+                self._last = {k: t for k, t in self._last.items() if now - t < self.interval}
+            self._last[key] = now
+            return True
 
 
 def _api_name(api_key: int) -> str:
@@ -452,6 +541,9 @@ class TcpServer:
         max_request_bytes: ``socket.request.max.bytes``: a request frame above it is read
             and dropped in small chunks and answered ``INVALID_REQUEST`` (the connection stays
             usable); its body is never held in memory.
+        security: secures and authenticates every accepted connection before its first
+            frame (a refused peer is closed unserved); None: plaintext, each request's
+            principal None.
 
     Raises:
         TransportError: the port cannot be listened on (in use, or not permitted); the
@@ -459,11 +551,13 @@ class TcpServer:
     """
 
     def __init__(self, handlers: HandlerTable, port: int = 0, host: str = LOOPBACK, *,
-                 max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> None:
+                 max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES,
+                 security: ChannelSecurity | None = None) -> None:
         if host not in (LOOPBACK, "localhost"):
             raise ValueError("kafka-tiers listens on 127.0.0.1 only")
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes
+        self.security = security
         server = self
         table = handlers
         conns: set[socket.socket] = set()
@@ -475,6 +569,13 @@ class TcpServer:
             def handle(self) -> None:
                 sock: socket.socket = self.request
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                principal: KafkaPrincipal | None = None
+                if server.security is not None:
+                    try:
+                        sock, principal = server.security.accept(
+                            sock, _peer(self.client_address))
+                    except (PeerRefusedError, OSError):
+                        return  # refused (logged by the channel); socketserver closes it
                 with lock:
                     conns.add(sock)
                 try:
@@ -483,6 +584,7 @@ class TcpServer:
                             req = decode_request(read_request_frame(
                                 sock, server.max_request_bytes))
                             req.peer = _peer(self.client_address)
+                            req.principal = principal
                         except FrameTooLargeError as exc:
                             log.warning("refused a request from %s: %s",
                                         _peer(self.client_address), exc)
@@ -510,6 +612,9 @@ class TcpServer:
                 finally:
                     with lock:
                         conns.discard(sock)
+                    if sock is not self.request:  # the secured socket owns the descriptor
+                        with contextlib.suppress(OSError):
+                            sock.close()
 
         class _Server(socketserver.ThreadingTCPServer):
             allow_reuse_address = True
@@ -565,10 +670,18 @@ def _peer(address: Any) -> str:
 
 class TcpClient(Client):
     """Connections to ``host:port`` addresses, one per address, reused; one request in
-    flight per connection (callers for the same address take turns)."""
+    flight per connection (callers for the same address take turns).
 
-    def __init__(self, connect_timeout: float = 5.0) -> None:
+    Args:
+        connect_timeout: seconds to connect (and, secured, to finish the handshake).
+        security: secures every connection it opens (TLS with this side's certificate);
+            None: plaintext.
+    """
+
+    def __init__(self, connect_timeout: float = 5.0, *,
+                 security: ChannelSecurity | None = None) -> None:
         self.connect_timeout = connect_timeout
+        self.security = security
         #: address -> (its connection, None until the first send connects; its lock)
         self._conns: dict[str, tuple[socket.socket | None, threading.Lock]] = {}
         self._lock = threading.Lock()
@@ -608,6 +721,13 @@ class TcpClient(Client):
                     raise TransportError(f"cannot connect to {address}: {exc}",
                                          ErrorCode.NETWORK_EXCEPTION, sent=False) from None
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self.security is not None:
+                    try:
+                        sock = self.security.connect(sock, host or LOOPBACK)
+                    except BaseException:
+                        with contextlib.suppress(OSError):
+                            sock.close()
+                        raise
                 with self._lock:
                     self._conns[address] = (sock, lock)
             try:
@@ -693,7 +813,7 @@ class LoopbackNetwork:
         # round-trip the body through JSON so handlers see what TCP would give them
         body = json.loads(json.dumps(req.body))
         resp = table.handle(Request(req.api_key, req.api_version, body, req.payload,
-                                    req.correlation_id))
+                                    req.correlation_id, principal=IN_PROCESS))
         # paused while handling: never answered
         if gate is not None and not gate.is_set() and not gate.wait(timeout):
             raise TransportError(f"{address}: no answer within {timeout:.1f}s",
@@ -727,17 +847,21 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
 
 
 __all__ = [
+    "IN_PROCESS",
     "LOOPBACK",
     "RETRIABLE",
     "ApiError",
     "ApiKey",
+    "ChannelSecurity",
     "Client",
     "ErrorCode",
     "FrameError",
     "FrameTooLargeError",
     "HandlerTable",
+    "LogRateLimit",
     "LoopbackClient",
     "LoopbackNetwork",
+    "PeerRefusedError",
     "Request",
     "Response",
     "TcpClient",

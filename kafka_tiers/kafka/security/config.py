@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api.secret import Secret
-from kafka_tiers.config import Bool, ConfigKey, String
+from kafka_tiers.config import Bool, Choice, ConfigKey, String
 
 #: ssl.* keys (the TLS listeners' certificates, trust, client authentication, protocols)
 TLS_KEYS: tuple[ConfigKey, ...] = ()
@@ -58,8 +58,23 @@ AUTHORIZER_KEYS: tuple[ConfigKey, ...] = (
               "With an authorizer: whether a resource no ACL names is open to everyone "
               "(Kafka's default false: it is closed to all but super users)."),
 )
-#: inter.broker.listener.name, security.inter.broker.protocol and the internal transport's
-INTER_BROKER_KEYS: tuple[ConfigKey, ...] = ()
+#: inter.broker.listener.name, security.inter.broker.protocol: the security of the brokers'
+#: internal transport (:mod:`kafka_tiers.cluster.transport_security`)
+INTER_BROKER_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("inter.broker.listener.name", String(pattern=r"[A-Za-z][A-Za-z0-9_]*",
+                                                   expected="a listener name of listeners"),
+              None,
+              "The listener whose security the brokers' internal transport takes (TLS with "
+              "the listener's keystore and truststore on SSL and SASL_SSL); default: the "
+              "listener of security.inter.broker.protocol. Give this or "
+              "security.inter.broker.protocol, not both."),
+    ConfigKey("security.inter.broker.protocol",
+              Choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "PLAINTEXT",
+              "The security protocol between brokers: PLAINTEXT (the internal transport is "
+              "open to whoever reaches 127.0.0.1), SSL or SASL_SSL (TLS with mutual "
+              "authentication; only principals in super.users are served). SASL_PLAINTEXT "
+              "is refused: the internal transport needs TLS to authenticate brokers."),
+)
 
 #: every security key (the section registered in kafka_tiers.config.SECTIONS)
 SECURITY_KEYS: tuple[ConfigKey, ...] = TLS_KEYS + SASL_KEYS + AUTHORIZER_KEYS + \
