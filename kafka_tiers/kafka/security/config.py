@@ -18,8 +18,80 @@ from typing import Any
 from kafka_tiers.api.secret import Secret
 from kafka_tiers.config import Bool, Choice, ConfigKey, String
 
-#: ssl.* keys (the TLS listeners' certificates, trust, client authentication, protocols)
-TLS_KEYS: tuple[ConfigKey, ...] = ()
+
+def _tls_check(key: str) -> Any:
+    """The check of a TLS key's broker-wide value (the parser lives in security.tls)."""
+
+    def check(value: str) -> str | None:
+        from kafka_tiers.kafka.security import tls
+        if key.endswith(".type"):
+            return tls.store_type_problem(key, value)
+        if key == "ssl.principal.mapping.rules":
+            return tls.mapping_rules_problem(value)
+        parse = {"ssl.enabled.protocols": tls.parse_protocols,
+                 "ssl.protocol": tls.parse_protocol,
+                 "ssl.cipher.suites": tls.parse_cipher_suites}[key]
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    return check
+
+
+#: ssl.* keys (the TLS listeners' certificates, trust, client authentication, protocols);
+#: each may be given per listener as listener.name.<listener>.ssl.* (kafka.security.tls)
+TLS_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("ssl.keystore.type", String(), "PEM",
+              "The format of the broker's key and certificate: PEM only (Kafka's default is "
+              "JKS; a JKS or PKCS12 store is refused with the command converting it).",
+              check=_tls_check("ssl.keystore.type")),
+    ConfigKey("ssl.keystore.location", String(), None,
+              "A PEM file holding the listener's private key and its certificate chain (the "
+              "broker's certificate first); reloaded for new connections when it changes."),
+    ConfigKey("ssl.keystore.certificate.chain", String(), None,
+              "The certificate chain in PEM, in the config itself (with ssl.keystore.key; "
+              "instead of ssl.keystore.location)."),
+    ConfigKey("ssl.keystore.key", String(), None,
+              "The private key in PEM, in the config itself (with "
+              "ssl.keystore.certificate.chain).", secret=True),
+    ConfigKey("ssl.key.password", String(), None,
+              "The password of an encrypted private key (ssl.keystore.location or "
+              "ssl.keystore.key).", secret=True),
+    ConfigKey("ssl.keystore.password", String(), None,
+              "Not used: PEM keystores have no store password (as in Kafka); the key's own "
+              "password is ssl.key.password.", secret=True),
+    ConfigKey("ssl.truststore.type", String(), "PEM",
+              "The format of the trusted CA certificates: PEM only (Kafka's default is JKS).",
+              check=_tls_check("ssl.truststore.type")),
+    ConfigKey("ssl.truststore.location", String(), None,
+              "A PEM file of the CA certificates that sign client certificates (needed with "
+              "ssl.client.auth=requested or required); reloaded when it changes."),
+    ConfigKey("ssl.truststore.certificates", String(), None,
+              "The trusted CA certificates in PEM, in the config itself (instead of "
+              "ssl.truststore.location)."),
+    ConfigKey("ssl.truststore.password", String(), None,
+              "Not used: PEM truststores have no password (as in Kafka).", secret=True),
+    ConfigKey("ssl.client.auth", Choice("none", "requested", "required"), "none",
+              "Client certificates on SSL listeners: none, requested (verified when given) or "
+              "required (a client without a valid one is refused in the handshake)."),
+    ConfigKey("ssl.enabled.protocols", String(), "TLSv1.2,TLSv1.3",
+              "The TLS versions a listener accepts: TLSv1.2 and/or TLSv1.3 (older ones are "
+              "refused).", check=_tls_check("ssl.enabled.protocols")),
+    ConfigKey("ssl.protocol", String(), "TLSv1.3",
+              "The newest TLS version spoken: TLSv1.3 (or TLS) or TLSv1.2.",
+              check=_tls_check("ssl.protocol")),
+    ConfigKey("ssl.cipher.suites", String(allow_empty=True), "",
+              "TLS 1.2 cipher suites by OpenSSL name, comma-separated (empty: OpenSSL's "
+              "secure defaults); TLS 1.3 suites are always those of OpenSSL.",
+              check=_tls_check("ssl.cipher.suites")),
+    ConfigKey("ssl.principal.mapping.rules", String(), "DEFAULT",
+              "How a client certificate's subject (RFC 2253, CN=client,OU=eng,O=example) "
+              "becomes the principal's name: DEFAULT (the subject) and "
+              "RULE:pattern/replacement/[L|U] rules, first match wins (Kafka's syntax).",
+              check=_tls_check("ssl.principal.mapping.rules")),
+)
 #: sasl.* keys (mechanisms, JAAS users, re-authentication, the unauthenticated byte bound)
 SASL_KEYS: tuple[ConfigKey, ...] = ()
 
