@@ -156,3 +156,248 @@ def test_metadata_backend_refuses_a_newer_format_version(
     store.create("/security/acls", {"version": 7, "data": {}}, make_parents=True)
     with pytest.raises(SecurityStateError, match="format version 7"):
         state_store_of(cluster.broker(1).kafka_server).read("acls")
+
+
+# ---------------------------------------------------------------------- credentials
+
+def _rfc7677_exchange() -> tuple[bytes, bytes, bytes]:
+    """RFC 7677 section 3's SCRAM-SHA-256 example: the AuthMessage, the client's proof and
+    the server's signature (user "user", password "pencil")."""
+    import base64
+
+    client_first_bare = "n=user,r=rOprNGfwEbeRWgbNEkqO"
+    server_first = ("r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                    "s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+    final_without_proof = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    auth = f"{client_first_bare},{server_first},{final_without_proof}".encode()
+    proof = base64.b64decode("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    signature = base64.b64decode("6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+    return auth, proof, signature
+
+
+def test_derive_matches_rfc7677_test_vector() -> None:
+    import base64
+    import hashlib
+    import hmac
+
+    from kafka_tiers.api import Secret
+    from kafka_tiers.kafka.security.scram_credentials import derive
+
+    auth, proof, signature = _rfc7677_exchange()
+    cred = derive(Secret("pencil"), "SCRAM-SHA-256", 4096,
+                  base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="))
+    # the server's signature of the RFC's exchange is the RFC's
+    assert hmac.new(cred.server_key, auth, "sha256").digest() == signature
+    # the RFC's client proof verifies against StoredKey: H(proof XOR HMAC(StoredKey, auth))
+    client_signature = hmac.new(cred.stored_key, auth, "sha256").digest()
+    client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
+    assert hashlib.sha256(client_key).digest() == cred.stored_key
+    assert cred.iterations == 4096 and len(cred.salt) == 16
+    # a wrong password derives other keys
+    assert derive("pencil2", "SCRAM-SHA-256", 4096, cred.salt).stored_key != cred.stored_key
+
+
+def test_credential_repr_hides_key_material_and_bounds_are_kafkas() -> None:
+    from kafka_tiers.kafka.security.scram_credentials import (
+        ScramMechanism,
+        derive,
+        from_salted_password,
+        salted_password,
+    )
+
+    cred = derive("pw", "SCRAM-SHA-512", salt=b"0123456789")
+    text = repr(cred)
+    assert "iterations=4096" in text and "stored_key" not in text and "salt" not in text
+    assert len(cred.stored_key) == len(cred.server_key) == 64
+    assert len(derive("pw", "SCRAM-SHA-512").salt) == 24  # random salt
+    assert derive("pw", 2, salt=b"s") == derive("pw", ScramMechanism.SCRAM_SHA_512, salt=b"s")
+    salted = salted_password("pw", "SCRAM-SHA-512", b"0123456789", 4096)
+    assert from_salted_password("SCRAM-SHA-512", b"0123456789", salted, 4096) == cred
+    for bad in (4095, 16385):
+        with pytest.raises(ValueError, match="4096 to 16384"):
+            derive("pw", "SCRAM-SHA-256", bad)
+    with pytest.raises(ValueError, match="supported: SCRAM-SHA-256, SCRAM-SHA-512"):
+        derive("pw", "SCRAM-SHA-1")
+
+
+def test_credentials_lookup_upsert_delete_describe_stored_without_password(
+        tmp_path: Path) -> None:
+    from kafka_tiers.kafka.security.scram_credentials import (
+        ScramCredentials,
+        ScramMechanism,
+        salted_password,
+    )
+
+    with FileStateStore(tmp_path, poll_s=0) as store:
+        creds = ScramCredentials(store)
+        assert creds.lookup("alice", "SCRAM-SHA-512") is None
+        salted = salted_password("alice-secret", "SCRAM-SHA-512", b"salty", 8192)
+        cred = creds.upsert("alice", "SCRAM-SHA-512", 8192, b"salty", salted)
+        assert creds.lookup("alice", "SCRAM-SHA-512") == cred
+        assert creds.lookup("alice", "SCRAM-SHA-256") is None
+        assert creds.lookup("alice", "PLAIN") is None
+        creds.upsert("alice", "SCRAM-SHA-256", 4096, b"s2",
+                     salted_password("alice-secret", "SCRAM-SHA-256", b"s2", 4096))
+        assert creds.describe() == {"alice": [(ScramMechanism.SCRAM_SHA_256, 4096),
+                                              (ScramMechanism.SCRAM_SHA_512, 8192)]}
+        assert creds.describe(["bob"]) == {}
+        raw = (tmp_path / "kafka-tiers-security-scram-credentials.json").read_bytes()
+        assert b"alice-secret" not in raw and salted not in raw
+        # another broker's view (a second object over the same store) agrees
+        assert ScramCredentials(store).lookup("alice", "SCRAM-SHA-512") == cred
+        assert creds.delete("alice", "SCRAM-SHA-512") is True
+        assert creds.delete("alice", "SCRAM-SHA-512") is False
+        assert creds.lookup("alice", "SCRAM-SHA-512") is None
+        with pytest.raises(ValueError, match="empty"):
+            creds.upsert("", "SCRAM-SHA-512", 4096, b"s", salted)
+
+
+# ---------------------------------------------------------------------- the Kafka APIs
+
+def _kp_admin(bootstrap: str) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    from tests.kafka.clients import kafka_python_common
+
+    return KafkaAdminClient(**kafka_python_common(bootstrap))
+
+
+def test_kafka_python_admin_alters_and_describes(make_kafka_broker: Callable[..., Any]
+                                                 ) -> None:
+    from kafka.admin import (
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of, derive
+
+    broker = make_kafka_broker()
+    admin = _kp_admin(broker.bootstrap_servers)
+    try:
+        got = admin.alter_user_scram_credentials([
+            UserScramCredentialUpsertion("alice", "SCRAM-SHA-512", "alice-pw", iterations=8192,
+                                         salt=b"alice-salt"),
+            UserScramCredentialUpsertion("bob", "SCRAM-SHA-256", "bob-pw")])
+        assert got == {"alice": None, "bob": None}
+        cred = credentials_of(broker.kafka_server).lookup("alice", "SCRAM-SHA-512")
+        assert cred == derive("alice-pw", "SCRAM-SHA-512", 8192, b"alice-salt")
+        described = admin.describe_user_scram_credentials()
+        assert described == {
+            "alice": {"error": None, "credential_infos": [
+                {"mechanism": ScramMechanism.SCRAM_SHA_512, "iterations": 8192}]},
+            "bob": {"error": None, "credential_infos": [
+                {"mechanism": ScramMechanism.SCRAM_SHA_256, "iterations": 4096}]}}
+        one = admin.describe_user_scram_credentials(["bob", "nobody"])
+        assert one["bob"]["error"] is None
+        assert "does not exist" in one["nobody"]["error"]
+        got = admin.alter_user_scram_credentials([
+            UserScramCredentialDeletion("bob", "SCRAM-SHA-256"),
+            UserScramCredentialDeletion("carol", "SCRAM-SHA-256")])
+        assert got["bob"] is None and "does not exist" in got["carol"]
+        assert list(admin.describe_user_scram_credentials()) == ["alice"]
+    finally:
+        admin.close()
+
+
+def test_alter_errors_per_user_as_kafka(make_kafka_broker: Callable[..., Any]) -> None:
+    from tests.kafka.raw_requests import RawConnection
+
+    broker = make_kafka_broker()
+    with RawConnection(broker.bootstrap_servers) as conn:
+        resp = conn.call(51, 0, deletions=[("gone", 2), ("twice", 2)], upsertions=[
+            ("twice", 2, 4096, b"s", b"p" * 64),
+            ("", 2, 4096, b"s", b"p" * 64),
+            ("few", 2, 4095, b"s", b"p" * 64),
+            ("many", 1, 16385, b"s", b"p" * 32),
+            ("sha1", 0, 4096, b"s", b"p" * 20),
+            ("nosalt", 2, 4096, b"", b"p" * 64),
+            ("ok", 1, 16384, b"s", b"p" * 32)])
+        codes = {r.user: (r.error_code, r.error_message) for r in resp.results}
+        assert {u: c for u, (c, _m) in codes.items()} == {
+            "gone": 91, "twice": 92, "": 93, "few": 93, "many": 93, "sha1": 33,
+            "nosalt": 93, "ok": 0}
+        assert "too few iterations" in codes["few"][1]
+        assert "too many iterations" in codes["many"][1]
+        assert codes["ok"][1] is None
+        # Describe: a user asked twice, a user without credential
+        resp = conn.call(50, 0, users=[("ok",), ("ok",), ("gone",)])
+        assert resp.error_code == 0
+        assert {r.user: r.error_code for r in resp.results} == {"ok": 92, "gone": 91}
+        resp = conn.call(50, 0, users=None)
+        assert [(r.user, [(c.mechanism, c.iterations) for c in r.credential_infos])
+                for r in resp.results] == [("ok", [(1, 16384)])]
+
+
+def test_alter_refuses_more_changes_than_max_request_partitions(
+        make_kafka_broker: Callable[..., Any]) -> None:
+    from tests.kafka.raw_requests import RawConnection
+
+    broker = make_kafka_broker(**{"max.request.partitions": "3"})
+    with RawConnection(broker.bootstrap_servers) as conn:
+        ups = [(f"u{i}", 2, 4096, b"s", b"p" * 64) for i in range(4)]
+        resp = conn.call(51, 0, deletions=[], upsertions=ups)
+        assert {r.user: r.error_code for r in resp.results} == {f"u{i}": 42 for i in range(4)}
+        assert "max.request.partitions 3" in resp.results[0].error_message
+        resp = conn.call(51, 0, deletions=[], upsertions=ups[:3])
+        assert [r.error_code for r in resp.results] == [0, 0, 0]
+
+
+class _DenyCluster:
+    """An authorizer denying every cluster action (and allowing the rest)."""
+
+    def authorize(self, identity: Any, actions: Any) -> list[Any]:
+        from kafka_tiers.api.authorizer import AuthorizationResult, ResourceType
+
+        return [AuthorizationResult.DENIED if a.resource_type == ResourceType.CLUSTER
+                else AuthorizationResult.ALLOWED for a in actions]
+
+
+def test_cluster_authorization_is_checked(make_kafka_broker: Callable[..., Any]) -> None:
+    from tests.kafka.raw_requests import RawConnection
+
+    broker = make_kafka_broker()
+    broker.kafka_server.authorizer = _DenyCluster()
+    with RawConnection(broker.bootstrap_servers) as conn:
+        resp = conn.call(51, 0, deletions=[("a", 2)],
+                         upsertions=[("b", 2, 4096, b"s", b"p" * 64)])
+        assert {r.user: r.error_code for r in resp.results} == {"a": 31, "b": 31}
+        resp = conn.call(50, 0, users=[("b",)])
+        assert resp.error_code == 31 and [r.error_code for r in resp.results] == [31]
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    assert credentials_of(broker.kafka_server).describe() == {}
+
+
+def test_confluent_admin_on_a_cluster_serves_every_broker(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of, derive
+
+    cluster = make_kafka_cluster(brokers=2)
+    first = cluster.broker(1).bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": first, "socket.timeout.ms": 5000})
+    futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-pw",
+        b"salt-of-alice")], request_timeout=10)
+    futures["alice"].result(timeout=10)
+    want = derive("alice-pw", "SCRAM-SHA-512", 4096, b"salt-of-alice")
+    for b in (1, 2):  # written once, seen by every broker through the store's watch
+        creds = credentials_of(cluster.broker(b).kafka_server)
+        wait_for(lambda c=creds: c.lookup("alice", "SCRAM-SHA-512") == want,
+                 what=f"broker {b} to see the credential")
+    described = admin.describe_user_scram_credentials(request_timeout=10).result(timeout=10)
+    infos = described["alice"].scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_512, 4096)]
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("alice", ScramMechanism.SCRAM_SHA_512)], request_timeout=10)
+    futures["alice"].result(timeout=10)
+    creds2 = credentials_of(cluster.broker(2).kafka_server)
+    wait_for(lambda: creds2.lookup("alice", "SCRAM-SHA-512") is None,
+             what="broker 2 to see the deletion")
