@@ -89,6 +89,7 @@ from kafka_tiers.cluster.transport import ApiError, ErrorCode, LoopbackNetwork
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.kafka.fetch_wait import DataArrived
 from kafka_tiers.kafka.listeners_config import listener_specs
+from kafka_tiers.kafka.security.authorizer_loader import start_authorizer
 from kafka_tiers.kafka.server import KafkaServer
 from kafka_tiers.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafka_tiers.log.handles import OpenFilesCollector
@@ -382,6 +383,9 @@ class Broker:
         if listener_specs(self.config):
             # bound now (its ports are registered), serving once the broker is up
             self.kafka_server = KafkaServer(self)
+            # authorizer.class.name: loaded, configured and started with the ACL storage
+            # before the ports open (closed with the server)
+            self.kafka_server.authorizer = start_authorizer(self.kafka_server)
             endpoints = self.kafka_server.bind()
             if self.member is not None:
                 self.member.kafka_endpoints = tuple((n, h, p) for n, (h, p)
