@@ -19,8 +19,8 @@ from kafka_tiers.api.errors import ConfigError
 #: Kafka's default ``listener.security.protocol.map``.
 DEFAULT_PROTOCOL_MAP = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL",
                         "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
-#: the security protocols this broker serves today
-SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT"})
+#: the security protocols this broker serves today (SSL: kafka_tiers.kafka.security.tls)
+SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
 _ENTRY = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]]*)"
                     r":(?P<port>\d{1,5})$")
 

@@ -36,6 +36,13 @@ Bounds, each checked before it costs anything:
 
 A frame that does not decode closes its connection only, with one WARN line; every other
 connection goes on.
+
+TLS (``SSL`` and ``SASL_SSL`` listeners, :mod:`kafka_tiers.kafka.security.tls`): an accepted
+socket is wrapped non-blocking and its handshake runs in the network thread, bounded by
+``request.timeout.ms``; a failed handshake (a plaintext client, a refused client certificate)
+closes that connection only, with one WARN line a minute. Bytes OpenSSL already decrypted are
+read before waiting on the selector again (it cannot see them). Responses over TLS copy
+segment bytes with ``os.pread`` in chunks (no ``os.sendfile``); plaintext keeps zero copy.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ import resource
 import select
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -65,7 +73,8 @@ from kafka_tiers.kafka.context import (
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
 from kafka_tiers.kafka.security import gate
-from kafka_tiers.kafka.security.session import ConnectionSession
+from kafka_tiers.kafka.security.session import TLS_PROTOCOLS, ConnectionSession
+from kafka_tiers.kafka.security.tls import ListenerTls, NoMatchingRule
 
 if TYPE_CHECKING:
     from kafka_tiers.api.authorizer import Authorizer
@@ -79,6 +88,10 @@ UNSUPPORTED_VERSION = 35
 READ_CHUNK = 256 * 1024
 #: a response part at least this large is sent as it is, not copied into the send buffer
 _SEND_DIRECT = 64 * 1024
+#: segment bytes read with os.pread per TLS write (no sendfile over TLS)
+TLS_SEND_CHUNK = 256 * 1024
+#: TLS reads in a row for one readiness event (each at most one TLS record, 16 KiB)
+TLS_READS_PER_EVENT = 64
 #: descriptors kept for everything but Kafka connections when max.connections is derived
 FD_RESERVE = 256
 #: frames up to this size may use the eighth of queued.max.request.bytes kept for them
@@ -106,9 +119,11 @@ def max_request_elements(config: Any) -> int:
 
 
 class _Listener:
-    def __init__(self, spec: ListenerSpec, sock: socket.socket) -> None:
+    def __init__(self, spec: ListenerSpec, sock: socket.socket,
+                 tls: ListenerTls | None = None) -> None:
         self.spec = spec
         self.sock = sock
+        self.tls = tls  # SSL and SASL_SSL listeners
         _host, port = sock.getsockname()[:2]
         self.bound = (spec.host or "", int(port))
 
@@ -117,8 +132,8 @@ class _Conn:
     """One connection's state, owned by the network thread (a handler thread holds it only
     while its request is in flight, the connection muted)."""
 
-    __slots__ = ("body", "head", "ip", "last", "lst", "peer", "reserved", "session", "size",
-                 "sock", "started")
+    __slots__ = ("body", "handshaking", "head", "ip", "last", "lst", "peer", "reserved",
+                 "session", "size", "sock", "started", "tls")
 
     def __init__(self, sock: socket.socket, lst: _Listener, ip: str, peer: str,
                  now: float) -> None:
@@ -134,6 +149,10 @@ class _Conn:
         self.last = now  # the last request or response
         self.session = ConnectionSession.new(lst.spec.name, lst.spec.security_protocol, peer,
                                              ip)
+        self.tls = lst.tls is not None  # sock is an ssl.SSLSocket
+        self.handshaking = self.tls  # the TLS handshake is under way (started: its start)
+        if self.tls:
+            self.started = now
 
 
 class _MemoryPool:
@@ -279,6 +298,10 @@ class KafkaServer:
         self.broker = broker
         cfg = broker.config
         self.specs = listener_specs(cfg)
+        #: the TLS side of each SSL/SASL_SSL listener, by name (ConfigError here, at start)
+        self.tls: dict[str, ListenerTls] = {
+            spec.name: ListenerTls(cfg, spec.name) for spec in self.specs
+            if spec.security_protocol in TLS_PROTOCOLS}
         self.max_request_bytes = int(cfg["socket.request.max.bytes"])
         given = cfg["max.connections"]
         self.max_connections = (int(given) if given is not None
@@ -311,6 +334,7 @@ class KafkaServer:
         self._warn_full = _RateLimitedWarning()
         self._warn_stalled = _RateLimitedWarning()
         self._warn_accept = _RateLimitedWarning()
+        self._warn_handshake = _RateLimitedWarning()
 
     # ------------------------------------------------------------------ lifecycle
     def bind(self) -> dict[str, tuple[str, int]]:
@@ -334,7 +358,7 @@ class KafkaServer:
                               f"{spec.host or '0.0.0.0'}:{spec.port}: {exc.strerror}") from None
             sock.listen(int(self.broker.config["socket.listen.backlog.size"]))
             sock.setblocking(False)
-            self._listeners.append(_Listener(spec, sock))
+            self._listeners.append(_Listener(spec, sock, self.tls.get(spec.name)))
         return self.advertised()
 
     def advertised(self) -> dict[str, tuple[str, int]]:
@@ -376,7 +400,9 @@ class KafkaServer:
         conns = list(self._conns.values())
         for c in conns:  # in-flight handlers see their writes fail and return
             with contextlib.suppress(OSError):
-                c.sock.shutdown(socket.SHUT_RDWR)
+                # the plain socket's shutdown: SSLSocket.shutdown would drop the SSL object
+                # under a handler thread writing on it
+                socket.socket.shutdown(c.sock, socket.SHUT_RDWR)
         self._handlers.stop(deadline)
         for c in conns:
             with contextlib.suppress(OSError):
@@ -485,6 +511,15 @@ class KafkaServer:
             sock.setblocking(False)
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if lst.tls is not None:
+                try:
+                    sock = lst.tls.context().wrap_socket(sock, server_side=True,
+                                                         do_handshake_on_connect=False)
+                except (OSError, ValueError) as exc:
+                    log.debug("kafka listener %s: %s: TLS setup failed: %s", lst.spec.name,
+                              addr, exc)
+                    sock.close()
+                    continue
             conn = _Conn(sock, lst, ip, f"{addr[0]}:{addr[1]}", time.monotonic())
             self._conns[sock.fileno()] = conn
             self._per_ip[ip] += 1
@@ -521,6 +556,58 @@ class KafkaServer:
             c.sock.close()
 
     def _read(self, c: _Conn) -> None:
+        """Read what the connection has now (a TLS connection: its handshake first, then
+        also what OpenSSL holds already decrypted, which the selector cannot see)."""
+        if not c.tls:
+            self._read_frame(c)
+            return
+        if c.handshaking:
+            self._handshake(c)
+            return
+        sock = c.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        for _ in range(TLS_READS_PER_EVENT):
+            before = (len(c.head), len(c.body), c.size)
+            self._read_frame(c)
+            if not self._is_registered(c):  # dispatched, closed or waiting for memory
+                return
+            if not sock.pending() and (len(c.head), len(c.body), c.size) == before:
+                return  # nothing more now: the selector tells when there is
+
+    def _handshake(self, c: _Conn) -> None:
+        """Go on with ``c``'s TLS handshake; once done, the session learns its client
+        certificate (the principal on an SSL listener) and requests are read."""
+        sock = c.sock
+        assert isinstance(sock, ssl.SSLSocket) and self._selector is not None
+        tls = c.lst.tls
+        assert tls is not None
+        try:
+            sock.do_handshake()
+            principal, subject = tls.principal(sock)
+        except ssl.SSLWantReadError:
+            self._selector.modify(sock, selectors.EVENT_READ, c)
+            return
+        except ssl.SSLWantWriteError:
+            self._selector.modify(sock, selectors.EVENT_WRITE, c)
+            return
+        except (OSError, ValueError) as exc:  # SSLError is an OSError; NoMatchingRule a ValueError
+            why = _handshake_failure(exc)
+            self._warn_handshake("kafka listener %s: TLS handshake with %s failed (%s); "
+                                 "connection closed, others go on", c.lst.spec.name, c.peer,
+                                 why)
+            log.debug("kafka connection %s: TLS handshake failed: %s", c.peer, why)
+            self._close(c)
+            return
+        c.session.tls_subject = subject
+        if c.session.security_protocol == "SSL":  # SASL_SSL: SASL names the principal
+            c.session.principal = principal
+        c.handshaking = False
+        c.started = 0.0
+        c.last = time.monotonic()
+        self._selector.modify(sock, selectors.EVENT_READ, c)
+        self._read(c)  # the first request may be decrypted already
+
+    def _read_frame(self, c: _Conn) -> None:
         try:
             if c.size < 0:
                 data = c.sock.recv(4 - len(c.head))
@@ -560,7 +647,7 @@ class KafkaServer:
             c.body += data
             if len(c.body) >= c.size:
                 self._dispatch(c)
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as exc:
             log.debug("kafka connection %s: %s", c.peer, exc)
@@ -575,6 +662,7 @@ class KafkaServer:
         self.memory.freed = False
         still: collections.deque[_Conn] = collections.deque()
         main = True
+        decrypted: list[_Conn] = []  # TLS bytes already read by OpenSSL: read them now
         for c in self._waiting:
             ticket = self.memory.try_reserve(c.size, main=main)
             if ticket is None:
@@ -588,7 +676,11 @@ class KafkaServer:
                 continue
             assert self._selector is not None
             self._selector.register(c.sock, selectors.EVENT_READ, c)
+            if c.tls:
+                decrypted.append(c)
         self._waiting = still
+        for c in decrypted:
+            self._read(c)
 
     def _dispatch(self, c: _Conn, registered: bool = True) -> None:
         """Mute the connection and hand its complete frame to a handler thread."""
@@ -623,7 +715,13 @@ class KafkaServer:
         waiting = {id(c) for c in self._waiting}
         for c in list(self._conns.values()):
             if c.started:
-                if now - c.started > self.frame_timeout_s:
+                if now - c.started > self.frame_timeout_s and c.handshaking:
+                    self._warn_handshake(
+                        "kafka listener %s: closed connections that did not complete the TLS "
+                        "handshake within request.timeout.ms (%d ms; the last: %s)",
+                        c.lst.spec.name, int(self.frame_timeout_s * 1000), c.peer)
+                    self._close(c)
+                elif now - c.started > self.frame_timeout_s:
                     self._warn_stalled(
                         "kafka listener %s: closed connections that did not send a whole "
                         "request within request.timeout.ms (%d ms; the last: %s)",
@@ -728,6 +826,7 @@ class KafkaServer:
         """The response frame on the (non-blocking) socket; a client that reads nothing
         for ``request.timeout.ms`` gets :class:`TimeoutError`."""
         wait = self.frame_timeout_s
+        send_region = _send_region_copy if isinstance(conn, ssl.SSLSocket) else _send_region
         try:
             size = len(head) + (len(body) if body is not None else 0)
             if body is None:
@@ -739,7 +838,7 @@ class KafkaServer:
                     if pending:
                         _send_all(conn, pending, wait)
                         pending = bytearray()
-                    _send_region(conn, part, wait)
+                    send_region(conn, part, wait)
                 elif len(part) >= _SEND_DIRECT:  # large bytes (remote records): not copied
                     if pending:
                         _send_all(conn, pending, wait)
@@ -761,8 +860,11 @@ def _send_all(conn: socket.socket, data: bytes | bytearray | memoryview, wait: f
     while view:
         try:
             sent = conn.send(view)
-        except (BlockingIOError, InterruptedError):
-            _wait_writable(conn, wait)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
+            _wait_writable(conn, wait)  # TLS: the same bytes are offered again, as it needs
+            continue
+        except ssl.SSLWantReadError:
+            _wait_readable(conn, wait)
             continue
         view = view[sent:]
 
@@ -792,6 +894,46 @@ def _send_region(conn: socket.socket, region: FileRegion, wait: float) -> None:
             left -= sent
     finally:
         region.close()
+
+
+def _send_region_copy(conn: socket.socket, region: FileRegion, wait: float) -> None:
+    """``region``'s bytes over TLS: read with ``os.pread`` in :data:`TLS_SEND_CHUNK` pieces
+    and written through OpenSSL (``os.sendfile`` would bypass the encryption)."""
+    offset, left = region.offset, region.count
+    try:
+        while left > 0:
+            data = os.pread(region.fd, min(left, TLS_SEND_CHUNK), offset)
+            if not data:
+                raise OSError("segment shorter than announced: the file ended early")
+            _send_all(conn, data, wait)
+            offset += len(data)
+            left -= len(data)
+    finally:
+        region.close()
+
+
+def _handshake_failure(exc: BaseException) -> str:
+    """Why a TLS handshake failed, in a few words (OpenSSL's reason, the certificate check's
+    message, or the principal mapping's refusal)."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"client certificate refused: {exc.verify_message}"
+    if isinstance(exc, NoMatchingRule):
+        return str(exc)
+    if isinstance(exc, ssl.SSLError):
+        reason = exc.reason or exc.strerror or type(exc).__name__
+        if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNEXPECTED_RECORD",
+                      "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"):
+            return f"{reason}: not a TLS client (a plaintext client on a TLS listener?)"
+        return str(reason)
+    return str(exc) or type(exc).__name__
+
+
+def _wait_readable(conn: socket.socket, wait: float) -> None:
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    if not poller.poll(wait * 1000):
+        raise TimeoutError(f"the client sent nothing the TLS layer needed for {wait:g} s "
+                           "(request.timeout.ms)")
 
 
 def _wait_writable(conn: socket.socket, wait: float) -> None:
