@@ -186,7 +186,8 @@ def write_broker_cert(directory: Path, ca: Issued, *, stem: str = "broker",
     """Write a broker certificate signed by ``ca`` (SAN ``127.0.0.1``, ``localhost``) as
     ``<stem>.pem``, ``<stem>.key`` (encrypted with ``password`` when given) and
     ``<stem>-keystore.pem`` (key then certificate then the CA: a PEM keystore). Returns it."""
-    issued = make_cert(ca, subject("broker", o="example"), server=True,
+    # both usages: a broker is the client of another broker on the internal transport
+    issued = make_cert(ca, subject("broker", o="example"), server=True, client=True,
                        hosts=("127.0.0.1", "localhost"), serial=serial)
     write_pem(directory / f"{stem}.pem", cert_pem(issued.cert))
     write_pem(directory / f"{stem}.key", key_pem(issued.key, password))
