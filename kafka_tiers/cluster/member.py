@@ -64,6 +64,7 @@ from kafka_tiers.cluster.transport import (
     TcpServer,
     TransportError,
 )
+from kafka_tiers.cluster.transport_security import TlsChannel, channel_security
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.log.log_manager import LogManager
 from kafka_tiers.placement.limits import as_count, check_reassignment_entries, check_request_entries
@@ -121,6 +122,8 @@ class ClusterMember:
         self.store: MetadataStore | None = None
         self.metadata: ClusterMetadata | None = None
         self.client: Client | None = None
+        #: the internal transport's TLS (None: plaintext), from the inter-broker listener
+        self.security: TlsChannel | None = None
         self.handlers = HandlerTable()
         self.server: TcpServer | None = None
         self.address = ""
@@ -144,12 +147,16 @@ class ClusterMember:
             ConfigError: the placer or the store settings are refused.
         """
         cfg = self.config
+        # the inter-broker security first: a config it refuses stops the start here
+        self.security = channel_security(cfg)
+        if self.security is not None:
+            self.handlers.require_authentication()
         self.core = PlacementService(cfg, hooks=self.hooks, placer=self._placer)
         # Every broker may become the controller, which places topics: a placer that cannot
         # be loaded refuses the start, not the first topic creation.
         _ = self.core.placer
         self.client = LoopbackClient(self.network) if self.network is not None \
-            else TcpClient()
+            else TcpClient(security=self.security)
         self.store = make_store(cfg, embedded_server=self._embedded_server)
         self.store.start()
         self.metadata = ClusterMetadata(self.store)
@@ -176,7 +183,8 @@ class ClusterMember:
             self.network.bind(self.address, self.handlers)
         else:
             self.server = TcpServer(self.handlers, listen_port(cfg),
-                                    max_request_bytes=cfg["socket.request.max.bytes"]).start()
+                                    max_request_bytes=cfg["socket.request.max.bytes"],
+                                    security=self.security).start()
             self.address = self.server.address
         self._delete_unassigned()
         self.controller = Controller(self.broker_id, self.metadata, self.client, self.core,

@@ -1,0 +1,348 @@
+"""The brokers' own channel secured: which security the internal transport takes, and who may
+use it.
+
+Kafka's keys choose it. ``inter.broker.listener.name`` names a listener of ``listeners``; by
+default it is the listener of ``security.inter.broker.protocol`` (Kafka's default
+``PLAINTEXT``): the listener of that name, else the one listener with that protocol
+(:func:`inter_broker_channel`). The internal transport takes that listener's protocol:
+
+- ``PLAINTEXT``: open, as before (anyone who reaches 127.0.0.1 and the port is served). When
+  a Kafka listener is secured this is a back door around it: one WARN line at start says so.
+- ``SSL`` or ``SASL_SSL``: TLS with mutual authentication (:class:`TlsChannel`). Every broker
+  presents the inter-broker listener's certificate (its ``ssl.keystore.*``, with Kafka's
+  ``listener.name.<l>.`` overrides) and verifies its peer's against the listener's
+  ``ssl.truststore.*``; the peer's principal (the certificate's subject mapped by
+  ``ssl.principal.mapping.rules``) must be in ``super.users``, else the connection is closed
+  before any request is served (one WARN line per peer host and reason a minute). The
+  broker's handler table then refuses any request that did not come through such a
+  connection (:meth:`~kafka_tiers.cluster.transport.HandlerTable.require_authentication`). A
+  broker opening a connection checks the other side the same way (a certificate from the
+  truststore's CA, a super user).
+- ``SASL_PLAINTEXT``: refused at start with one :class:`~kafka_tiers.api.ConfigError`: the
+  internal transport authenticates brokers by their certificates, which needs TLS.
+
+Kafka differs: its brokers talk over the inter-broker Kafka listener itself, with SASL there
+when the protocol is SASL_SSL. kafka-tiers' internal transport authenticates with the
+certificates only (SASL_SSL's SASL part is the Kafka listener's, for clients).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_tiers.api.authorizer import KafkaPrincipal
+from kafka_tiers.api.errors import ConfigError
+from kafka_tiers.cluster.transport import (
+    ErrorCode,
+    LogRateLimit,
+    PeerRefusedError,
+    TransportError,
+)
+
+log = logging.getLogger(__name__)
+
+#: protocols whose internal transport is TLS with mutual authentication
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+#: seconds a TLS handshake of the internal transport may take
+HANDSHAKE_TIMEOUT_S = 10.0
+#: the refusal of SASL_PLAINTEXT between brokers
+SASL_PLAINTEXT_REFUSED = (
+    "security.inter.broker.protocol SASL_PLAINTEXT: the internal transport needs TLS to "
+    "authenticate brokers: set the inter-broker listener to SSL or SASL_SSL "
+    "(inter.broker.listener.name or security.inter.broker.protocol)")
+
+
+@dataclass(frozen=True)
+class InterBrokerChannel:
+    """The security the internal transport takes.
+
+    Attributes:
+        protocol: ``PLAINTEXT``, ``SSL`` or ``SASL_SSL``.
+        listener: the listener whose ``ssl.*`` settings it uses (``listener.name.<l>.``
+            overrides first); the protocol's name when no Kafka listener has it.
+        open_kafka_listeners: False when some Kafka listener is secured while this channel
+            is PLAINTEXT (a back door, warned at start).
+    """
+
+    protocol: str
+    listener: str
+    open_kafka_listeners: bool = True
+
+    @property
+    def secured(self) -> bool:
+        """Whether the internal transport is TLS with mutual authentication."""
+        return self.protocol in TLS_PROTOCOLS
+
+
+def inter_broker_channel(config: Any) -> InterBrokerChannel:
+    """Resolve ``inter.broker.listener.name`` / ``security.inter.broker.protocol`` against
+    ``listeners`` (see the module docstring).
+
+    Raises:
+        ConfigError: both keys given (Kafka: only one of them); a listener name that is not
+            in ``listeners``; several listeners with the protocol and none named after it
+            (name one with ``inter.broker.listener.name``); ``SASL_PLAINTEXT`` between
+            brokers.
+    """
+    from kafka_tiers.kafka.listeners_config import listener_specs
+
+    specs = listener_specs(config)
+    originals: Mapping[str, Any] = getattr(config, "originals", config)
+    name = config.get("inter.broker.listener.name")
+    if name:
+        if "security.inter.broker.protocol" in originals:
+            raise ConfigError("inter.broker.listener.name and security.inter.broker.protocol "
+                              "are both given; give only one of them (as Kafka)",
+                              key="inter.broker.listener.name")
+        name = str(name).upper()
+        chosen = [s for s in specs if s.name == name]
+        if not chosen:
+            raise ConfigError(f"inter.broker.listener.name {name} is not a listener of "
+                              f"listeners ({', '.join(s.name for s in specs) or 'none'}); "
+                              "name one of them", key="inter.broker.listener.name")
+        protocol, listener = chosen[0].security_protocol, name
+    else:
+        protocol = str(config.get("security.inter.broker.protocol") or "PLAINTEXT").upper()
+        by_name = [s for s in specs if s.name == protocol]
+        by_protocol = [s for s in specs if s.security_protocol == protocol]
+        if by_name:
+            listener = by_name[0].name
+            protocol = by_name[0].security_protocol
+        elif len(by_protocol) > 1:
+            raise ConfigError(
+                f"listeners {', '.join(s.name for s in by_protocol)} all use {protocol}, the "
+                "security.inter.broker.protocol: name the brokers' one with "
+                "inter.broker.listener.name", key="inter.broker.listener.name")
+        elif by_protocol:
+            listener = by_protocol[0].name
+        else:  # no Kafka listener has it: the broker-wide ssl.* keys
+            listener = protocol
+    if protocol == "SASL_PLAINTEXT":
+        raise ConfigError(SASL_PLAINTEXT_REFUSED, key="security.inter.broker.protocol")
+    open_listeners = protocol in TLS_PROTOCOLS or all(
+        s.security_protocol == "PLAINTEXT" for s in specs)
+    return InterBrokerChannel(protocol, listener, open_listeners)
+
+
+def parse_super_users(text: str | None) -> frozenset[KafkaPrincipal]:
+    """The principals of ``super.users`` (``TYPE:NAME`` separated by ``;``; blanks around
+    items ignored).
+
+    Raises:
+        ConfigError: an item that is not ``TYPE:NAME``.
+    """
+    out = set()
+    for item in (text or "").split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            out.add(KafkaPrincipal.parse(item))
+        except ValueError as exc:
+            raise ConfigError(f"super.users: {exc}", key="super.users") from None
+    return frozenset(out)
+
+
+class TlsChannel:
+    """TLS with mutual authentication for the internal transport (a
+    :class:`~kafka_tiers.cluster.transport.ChannelSecurity`).
+
+    Both sides use the inter-broker listener's TLS
+    (:class:`~kafka_tiers.kafka.security.tls.ListenerTls`, with client certificates required
+    whatever the listener's ``ssl.client.auth``): its certificate, its truststore, its
+    ``ssl.principal.mapping.rules``, and its reload of changed certificate files (new
+    connections take the new files).
+
+    Args:
+        listener_tls: the inter-broker listener's TLS (client authentication required).
+        super_users: the principals served; every other peer is refused.
+        check_hostname: the connecting side checks the server's certificate names the
+            address it dialled (``ssl.endpoint.identification.algorithm=https``, Kafka's
+            default).
+        handshake_timeout: seconds a handshake may take.
+    """
+
+    def __init__(self, listener_tls: Any, super_users: frozenset[KafkaPrincipal], *,
+                 check_hostname: bool = True,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT_S) -> None:
+        self.tls = listener_tls
+        self.super_users = super_users
+        self.check_hostname = check_hostname
+        self.handshake_timeout = handshake_timeout
+        self._warned = LogRateLimit(60.0)
+        self._lock = threading.Lock()
+        self._client: tuple[int, ssl.SSLContext] | None = None
+
+    def client_context(self) -> ssl.SSLContext:
+        """The connecting side's context: this broker's certificate, the truststore's CAs,
+        TLS 1.2 or newer as the listener allows; rebuilt when the listener reloaded its
+        files."""
+        self.tls.context()  # looks at the files (at most once a second)
+        generation = self.tls.generation
+        with self._lock:
+            if self._client is None or self._client[0] != generation:
+                self._client = (generation,
+                                build_client_context(self.tls.settings, self.check_hostname))
+            return self._client[1]
+
+    def _principal(self, sock: ssl.SSLSocket) -> KafkaPrincipal | None:
+        from kafka_tiers.kafka.security.tls import NoMatchingRule
+
+        try:
+            principal, subject = self.tls.principal(sock)
+        except NoMatchingRule:
+            return None
+        return principal if subject is not None else None
+
+    def accept(self, sock: socket.socket, peer: str) -> tuple[socket.socket, KafkaPrincipal]:
+        """TLS handshake as the server (a client certificate required), then the peer's
+        principal must be a super user; see
+        :meth:`~kafka_tiers.cluster.transport.ChannelSecurity.accept`."""
+        host = peer.rpartition(":")[0] or peer
+        sock.settimeout(self.handshake_timeout)
+        try:
+            tls = self.tls.context().wrap_socket(sock, server_side=True)
+        except (OSError, ValueError) as exc:  # ssl.SSLError, a reset, a timeout
+            self._refused(host, "handshake", f"{peer}: the TLS handshake failed "
+                          f"({_reason(exc)}): not TLS, or a certificate the truststore "
+                          "does not trust")
+            raise PeerRefusedError(f"{peer}: TLS handshake failed") from None
+        try:
+            principal = self._principal(tls)
+            if principal is None or principal not in self.super_users:
+                self._refused(host, f"principal {principal}",
+                              f"{peer}: principal {principal} is not in super.users; only "
+                              "brokers (super users) may use the internal transport")
+                raise PeerRefusedError(f"{peer}: principal {principal} refused")
+            tls.settimeout(None)
+            return tls, principal
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tls.close()
+            raise
+
+    def connect(self, sock: socket.socket, host: str) -> socket.socket:
+        """TLS handshake as the client with this broker's certificate; the server must
+        present a certificate of the truststore's CA whose principal is a super user; see
+        :meth:`~kafka_tiers.cluster.transport.ChannelSecurity.connect`."""
+        sock.settimeout(self.handshake_timeout)
+        try:
+            tls = self.client_context().wrap_socket(sock, server_hostname=host)
+        except (OSError, ValueError) as exc:
+            raise TransportError(f"{host}: TLS handshake of the internal transport failed: "
+                                 f"{_reason(exc)} (is the other side a broker with a "
+                                 "certificate of the same CA, and speaking TLS?)",
+                                 ErrorCode.NETWORK_EXCEPTION, sent=False) from None
+        principal = self._principal(tls)
+        if principal is None or principal not in self.super_users:
+            with contextlib.suppress(OSError):
+                tls.close()
+            raise TransportError(f"{host}: the internal transport's server is {principal}, "
+                                 "which is not in super.users: not a broker of this cluster",
+                                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED, sent=False)
+        return tls
+
+    def _refused(self, host: str, why: str, line: str) -> None:
+        if self._warned.allow(f"{host} {why}"):
+            log.warning("internal transport refused a connection from %s (at most one such "
+                        "line per peer and reason a minute)", line)
+
+
+def _reason(exc: BaseException) -> str:
+    """A handshake failure in a few words (never a key or a password: OpenSSL's reason)."""
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason)
+    return str(exc) or type(exc).__name__
+
+
+def build_client_context(settings: Any, check_hostname: bool) -> ssl.SSLContext:
+    """The connecting side's ``SSLContext`` of a listener's TLS settings
+    (:class:`~kafka_tiers.kafka.security.tls.TlsSettings`): its certificate and key (loaded
+    and checked as the listener loads them), its trusted CAs, its protocol versions and
+    ciphers; the server's certificate always verified, its name checked when
+    ``check_hostname``.
+
+    Raises:
+        ConfigError: as the listener's own context (the key and file named, never a
+            password).
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    from kafka_tiers.kafka.security import tls
+
+    store = tls._load_keystore(settings)
+    trusted = tls._load_truststore(settings)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    ctx.minimum_version = tls._VERSIONS[settings.enabled_protocols[0]]
+    newest = "TLSv1.2" if settings.protocol == "TLSv1.2" else settings.enabled_protocols[-1]
+    ctx.maximum_version = tls._VERSIONS[newest]
+    tls12 = [c for c in settings.cipher_suites if not c.startswith("TLS_")]
+    if tls12:
+        ctx.set_ciphers(":".join(tls12))
+    pem = b"".join(
+        [store.key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())]
+        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
+    with tls._memory_file(pem) as path:
+        ctx.load_cert_chain(path)
+    if trusted is not None:
+        ctx.load_verify_locations(cadata=trusted)
+    ctx.check_hostname = check_hostname
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+def channel_security(config: Any) -> TlsChannel | None:
+    """The internal transport's security for a broker with ``config`` (a
+    :class:`~kafka_tiers.config.BrokerConfig`): a :class:`TlsChannel` when the inter-broker
+    protocol is SSL or SASL_SSL, else None (plaintext; one WARN line when a Kafka listener is
+    secured). Call once per broker start.
+
+    Raises:
+        ConfigError: as :func:`inter_broker_channel`; an empty ``super.users`` or no
+            truststore on a secured channel (no broker could be served); the listener's
+            certificate or trust cannot be loaded (the file and the key named, never a
+            password).
+    """
+    channel = inter_broker_channel(config)
+    if not channel.secured:
+        if not channel.open_kafka_listeners:
+            log.warning("the brokers' internal transport is PLAINTEXT while a Kafka listener "
+                        "is secured: whoever reaches 127.0.0.1 and the port can send "
+                        "replication and controller requests; set inter.broker.listener.name "
+                        "to an SSL or SASL_SSL listener")
+        return None
+    from kafka_tiers.kafka.security.config import listener_value
+    from kafka_tiers.kafka.security.tls import ListenerTls, tls_settings
+
+    super_users = parse_super_users(config.get("super.users"))
+    where = f"the internal transport is {channel.protocol} (listener {channel.listener})"
+    if not super_users:
+        raise ConfigError(f"{where} but super.users is empty: no broker could be served; add "
+                          "the brokers' certificate principal, e.g. "
+                          "super.users=User:CN=broker,O=example", key="super.users")
+    settings = tls_settings(config, channel.listener)
+    if not (settings.truststore_location or settings.truststore_certificates):
+        raise ConfigError(f"{where} but has no truststore to verify brokers' certificates: "
+                          "set ssl.truststore.location (PEM CA certificates)",
+                          key=settings.keys["ssl.truststore.location"])
+    required = config.with_overrides(
+        {f"listener.name.{channel.listener.lower()}.ssl.client.auth": "required"})
+    algorithm = str(listener_value(config, channel.listener,
+                                   "ssl.endpoint.identification.algorithm", "https") or "")
+    return TlsChannel(ListenerTls(required, channel.listener), super_users,
+                      check_hostname=algorithm.strip().lower() == "https")
+
+
+__all__ = ["HANDSHAKE_TIMEOUT_S", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",
+           "InterBrokerChannel", "TlsChannel", "build_client_context", "channel_security",
+           "inter_broker_channel", "parse_super_users"]
