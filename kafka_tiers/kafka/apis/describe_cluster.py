@@ -5,7 +5,9 @@ controller and the live brokers as advertised on the listener the request came i
   answers ``MISMATCHED_ENDPOINT_TYPE`` as Kafka's brokers do (the controllers are brokers here,
   reached through the broker listener).
 - v2 ``include_fenced_brokers``: only live brokers are registered, so none is fenced.
-- ``include_cluster_authorized_operations``: every cluster operation (no authorizer yet).
+- ``include_cluster_authorized_operations``: the cluster operations the principal may
+  perform (every one without an authorizer; none without DESCRIBE on the cluster). As Kafka,
+  the rest of the answer needs no permission (Metadata tells the same).
 """
 
 from __future__ import annotations
@@ -16,15 +18,12 @@ from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import cluster_operations
 
 #: Kafka's ``MISMATCHED_ENDPOINT_TYPE`` (KIP-919)
 MISMATCHED_ENDPOINT_TYPE = 114
 #: ``EndpointType.BROKER`` of the request's ``endpoint_type``
 BROKER_ENDPOINT = 1
-#: the operations of the CLUSTER resource (AclOperation codes: CREATE 5, ALTER 7,
-#: DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12),
-#: all allowed while no authorizer is configured (None encodes Kafka's "not asked for")
-CLUSTER_OPERATIONS = frozenset((5, 7, 8, 9, 10, 11, 12))
 
 
 @handles(60, 0, 2)
@@ -47,8 +46,7 @@ def describe_cluster(ctx: RequestContext, request: Any) -> Any:
     brokers = [broker_cls(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
                           **({"is_fenced": False} if version >= 2 else {}))
                for b in state.brokers()]
-    ops = (set(CLUSTER_OPERATIONS) if request.include_cluster_authorized_operations
-           else None)
+    ops = cluster_operations(ctx) if request.include_cluster_authorized_operations else None
     return ctx.response(**fields, cluster_id=state.cluster_id() or "",
                         controller_id=state.controller_id(), brokers=brokers,
                         authorized_operations=ops)

@@ -40,6 +40,11 @@ Zero copy
     :class:`~kafka_tiers.kafka.context.FileRegion`, which the server sends with
     ``os.sendfile`` from a descriptor of its own (so a segment deleted meanwhile still sends
     the bytes checked here).
+Authorization
+    A consumer's fetch needs READ on each topic (``TOPIC_AUTHORIZATION_FAILED`` for its
+    partitions, checked before anything is read from either tier; a session's partitions are
+    checked on every fetch); a replica's fetch (``replica_id`` >= 0) needs CLUSTER_ACTION on
+    the cluster (else every partition ``TOPIC_AUTHORIZATION_FAILED``, as Kafka).
 Followers
     A request listing more than ``max.request.partitions`` partitions, or growing a fetch
     session beyond that many, is answered with the top-level error ``INVALID_REQUEST`` and no
@@ -61,12 +66,13 @@ import os
 import struct
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka.protocol.schemas.fields.codecs import Int32, UnsignedVarInt32
 
 from kafka_tiers.api import RemoteStorageError, TopicPartition
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.context import FileRegion, RawBody, RequestContext
@@ -94,6 +100,7 @@ from kafka_tiers.kafka.fetch_sessions import (
 )
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import OffsetOutOfRangeError
 from kafka_tiers.log.log import RegionRead
@@ -124,6 +131,8 @@ class _Want:
     offset: int
     max_bytes: int
     current_leader_epoch: int
+    #: the principal may not READ the topic: nothing is read (local or remote tier)
+    denied: bool = False
 
 
 @dataclass
@@ -181,9 +190,11 @@ def fetch(ctx: RequestContext, request: Any) -> RawBody:
         return _encode(ctx, request, [], _Pass(), INVALID_REQUEST)
     wants = _wants(ctx, request)
     replica_id = _replica_id(request, v)
-    if replica_id >= 0:
-        got = [_Got(REPLICA_NOT_AVAILABLE) for _ in wants]
-        return _encode(ctx, request, wants, _Pass(got), NONE)
+    if replica_id >= 0:  # a replica's fetch needs CLUSTER_ACTION first, as Kafka's
+        code = REPLICA_NOT_AVAILABLE if ctx.authorize(
+            AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME) \
+            else TOPIC_AUTHORIZATION_FAILED
+        return _encode(ctx, request, wants, _Pass([_Got(code) for _ in wants]), NONE)
     opened = _session_of(ctx, request, wants)
     if isinstance(opened, int):  # a session error
         return _encode(ctx, request, [], _Pass(), opened)
@@ -198,6 +209,10 @@ def fetch(ctx: RequestContext, request: Any) -> RawBody:
     deadline = time.monotonic() + max_wait
     signal = ctx.broker.data_arrived
     seen = signal.version
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                             (w.topic for w in wants if w.topic is not None))
+    wants = [w if w.topic is None or w.topic in readable else replace(w, denied=True)
+             for w in wants]
     result = _read_all(ctx, wants, limit, remote_allowed=True)
     while (max_wait > 0 and result.bytes < min_bytes and not result.failed
            and not result.remote_read and wants and not signal.closed):
@@ -358,6 +373,8 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
     broker = ctx.broker
     if w.topic is None:
         return _Got(UNKNOWN_TOPIC_ID)
+    if w.denied:
+        return _Got(TOPIC_AUTHORIZATION_FAILED)
     tp, refused = topic_partition_or_error(w.topic, w.partition)
     if tp is None:
         assert refused is not None

@@ -7,12 +7,16 @@ on first need (see :mod:`kafka_tiers.kafka.groups.coordinator`). v4+ batches key
 INVALID_REQUEST: share groups are not served. key_type 1 (transaction) is refused as
 :mod:`kafka_tiers.kafka.apis.transactions` says (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the
 one code clients treat as fatal at once, with our message).
+
+A group key needs DESCRIBE on the group (else ``GROUP_AUTHORIZATION_FAILED`` and no node), as
+Kafka's ``getCoordinator``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka.apis.groups import text
 from kafka_tiers.kafka.apis.transactions import (
     TRANSACTIONS_UNSUPPORTED,
@@ -23,6 +27,7 @@ from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.groups.coordinator import Coordinator, coordinator_of
 from kafka_tiers.kafka.groups.errors import INVALID_REQUEST, NONE, GroupError
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import GROUP_AUTHORIZATION_FAILED
 
 FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
@@ -37,6 +42,9 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
         return INVALID_REQUEST, (f"FindCoordinator for {what} (key_type={key_type}, key "
                                  f"{key!r}): kafka-tiers serves consumer groups only "
                                  "(key_type 0)"), none
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return GROUP_AUTHORIZATION_FAILED, (f"{ctx.principal} may not describe group {key!r} "
+                                            "(DESCRIBE on the group is needed)"), none
     try:
         return NONE, None, coordinator_of(ctx).find(key, ctx.listener)
     except GroupError as exc:

@@ -5,6 +5,9 @@
   its current producer id and epoch (KIP-360, after an OUT_OF_ORDER_SEQUENCE_NUMBER or
   INVALID_PRODUCER_EPOCH) also gets a new id at epoch 0: Kafka bumps epochs only for
   transactional ids.
+- Authorization (Kafka's, KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+  (an ACL allowing it on any topic, literal or prefixed, that no DENY covers); else
+  CLUSTER_AUTHORIZATION_FAILED.
 - With a transactional id: refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (see
   :mod:`kafka_tiers.kafka.apis.transactions`); an empty one with INVALID_REQUEST, as Kafka.
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka.apis.transactions import (
     TRANSACTIONS_UNSUPPORTED,
     transactions_unsupported_message,
@@ -28,6 +32,7 @@ from kafka_tiers.kafka.producer_ids import (
     manager_for,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import CLUSTER_AUTHORIZATION_FAILED, may_on_some
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,11 @@ def init_producer_id(ctx: RequestContext, request: Any) -> Any:
         log.info("InitProducerId from %s: %s", ctx.peer,
                  transactions_unsupported_message(request.transactional_id))
         return _answer(ctx, TRANSACTIONS_UNSUPPORTED, -1, -1)
+    if not ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME,
+                         log_if_denied=False) \
+            and not may_on_some(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)  # audit
+        return _answer(ctx, CLUSTER_AUTHORIZATION_FAILED, -1, -1)
     manager: ProducerIdManager = ctx.component(COMPONENT, lambda s: manager_for(s.broker))
     try:
         pid = manager.generate()

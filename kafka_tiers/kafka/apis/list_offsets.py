@@ -18,6 +18,7 @@ By timestamp (``>= 0``)
 Each answer carries the leader epoch of the offset (v4+), from the leader epoch cache or the
 remote segment's epochs.
 Errors per partition
+    ``TOPIC_AUTHORIZATION_FAILED`` without DESCRIBE on the topic (checked first);
     ``UNKNOWN_TOPIC_OR_PARTITION``; ``NOT_LEADER_OR_FOLLOWER`` on a follower (or a broker
     holding no replica of an existing partition; a debugging request, replica id -2, may ask
     any replica); ``FENCED_LEADER_EPOCH`` / ``UNKNOWN_LEADER_EPOCH`` when the request's
@@ -41,12 +42,14 @@ from kafka_tiers.api import (
     RetriableRemoteStorageError,
     TopicPartition,
 )
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.log.records import verified_batches
 
 log = logging.getLogger(__name__)
@@ -85,12 +88,16 @@ def list_offsets(ctx: RequestContext, request: Any) -> Any:
     replica_id = int(request.replica_id)
     timeout_ms = int(request.timeout_ms) if v >= 10 else None
     seen = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    describable = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                (t.name for t in request.topics))
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             tp, refused = topic_partition_or_error(t.name, p.partition_index)
-            if seen[t.name, p.partition_index] > 1:
+            if t.name not in describable:
+                ans = _Answer(TOPIC_AUTHORIZATION_FAILED)
+            elif seen[t.name, p.partition_index] > 1:
                 ans = _Answer(E.INVALID_REQUEST)
             elif tp is None:
                 assert refused is not None

@@ -18,9 +18,14 @@ Errors
     top-level error too), nothing looked up; an illegal name: ``INVALID_TOPIC_EXCEPTION``;
     a partition without a leader: ``LEADER_NOT_AVAILABLE``; a leader that does not advertise
     this listener: ``LISTENER_NOT_FOUND`` (v6+, as Kafka).
+Authorization (Kafka's rules)
+    Listing every topic leaves out, quietly, the topics the principal may not DESCRIBE; a
+    topic named without DESCRIBE is answered ``TOPIC_AUTHORIZATION_FAILED`` whether or not
+    it exists (asked by id: with the id, without the name). Auto-creating a topic needs
+    CREATE on the cluster or on the topic (else ``TOPIC_AUTHORIZATION_FAILED``).
 Authorized operations (v8+)
-    there is no authorizer: every operation of the resource is reported allowed when asked
-    for (as Kafka does without an authorizer).
+    when asked for: the topic's operations the principal may perform (every one without an
+    authorizer); the cluster's (v8-10) likewise, none without DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -29,12 +34,19 @@ import logging
 import uuid
 from typing import Any
 
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState, TopicView
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.internal_topics import INTERNAL_TOPICS, is_internal
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    authorized_operations,
+    cluster_operations,
+)
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
 from kafka_tiers.log.errors import InvalidTopicError
 from kafka_tiers.log.names import validate_topic
@@ -47,11 +59,6 @@ LISTENER_NOT_FOUND = 72
 UNKNOWN_TOPIC_ID = 100
 #: "not requested" in an authorized-operations field (the codec writes ``Integer.MIN_VALUE``)
 OPS_NOT_REQUESTED = None
-# authorized-operations fields are sets of AclOperation codes: READ 3, WRITE 4, CREATE 5,
-# DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
-# IDEMPOTENT_WRITE 12
-TOPIC_OPS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
-CLUSTER_OPS = frozenset({5, 7, 8, 9, 10, 11, 12})
 #: how long a Metadata request waits for the controller to create an auto-created topic
 AUTO_CREATE_TIMEOUT_S = 10.0
 
@@ -74,11 +81,12 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
 
     def topic_entry(error: int, name: str | None, tid: uuid.UUID | None = None,
                     partitions: list[Any] | None = None) -> Any:
+        ops = OPS_NOT_REQUESTED
+        if include_topic_ops and not error and name is not None:
+            ops = authorized_operations(ctx, ResourceType.TOPIC, name)
         return topic_cls(error_code=error, name=name, topic_id=tid or ZERO_UUID,
                          is_internal=name is not None and is_internal(name),
-                         partitions=partitions or [],
-                         authorized_operations=set(TOPIC_OPS) if include_topic_ops and not error
-                         else OPS_NOT_REQUESTED)
+                         partitions=partitions or [], authorized_operations=ops)
 
     def described(view: TopicView) -> Any:
         parts = []
@@ -110,24 +118,43 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(**_fields(cls, brokers, state, [
             topic_entry(E.INVALID_REQUEST, e.name, e.topic_id if v >= 10 else None)
             for e in wanted], error=E.INVALID_REQUEST))
-    if everything:
-        for listed in state.topic_names():
-            view = state.topic(listed)
+    if everything:  # the topics the principal may not describe are left out, quietly
+        listed = state.topic_names()
+        visible = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, listed,
+                                log_if_denied=False)
+        for listed_name in listed:
+            view = state.topic(listed_name) if listed_name in visible else None
             if view is not None:  # deleted meanwhile: left out, as Kafka's cache would
                 topics.append(described(view))
     else:
+        # in request order: (name, the id it was asked by), or an unknown id's answer
+        asked: list[tuple[str, uuid.UUID | None] | Any] = []
         seen: set[str] = set()
         for entry in wanted:
             name: str | None = entry.name
+            by_id = None
             if v >= 10 and name is None:
-                tid = entry.topic_id
-                name = topic_name(ctx.broker, tid) if tid is not None else None
+                by_id = entry.topic_id
+                name = topic_name(ctx.broker, by_id) if by_id is not None else None
                 if name is None:
-                    topics.append(topic_entry(UNKNOWN_TOPIC_ID, None, tid))
+                    asked.append(topic_entry(UNKNOWN_TOPIC_ID, None, by_id))
                     continue
             if name is None or name in seen:
                 continue
             seen.add(name)
+            asked.append((name, by_id))
+        names = [a[0] for a in asked if isinstance(a, tuple)]
+        describable = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        creatable: set[str] | None = None  # asked once, when a topic would be auto-created
+        for item in asked:
+            if not isinstance(item, tuple):
+                topics.append(item)
+                continue
+            name, by_id = item
+            if name not in describable:  # its existence is not disclosed (by id: the id is)
+                topics.append(topic_entry(TOPIC_AUTHORIZATION_FAILED,
+                                          None if by_id is not None else name, by_id))
+                continue
             try:
                 validate_topic(name)
             except InvalidTopicError:
@@ -137,13 +164,27 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
             if view is not None:
                 topics.append(described(view))
             elif allow_create and not is_internal(name):
-                topics.append(topic_entry(_auto_create(ctx, name), name))
+                if creatable is None:
+                    creatable = _creatable(ctx, [n for n in names if n in describable])
+                if name in creatable:
+                    topics.append(topic_entry(_auto_create(ctx, name), name))
+                else:
+                    topics.append(topic_entry(TOPIC_AUTHORIZATION_FAILED, name))
             else:
                 topics.append(topic_entry(E.UNKNOWN_TOPIC_OR_PARTITION, name))
     fields = _fields(cls, brokers, state, topics)
     if 8 <= v <= 10 and bool(request.include_cluster_authorized_operations):
-        fields["authorized_operations"] = set(CLUSTER_OPS)
+        fields["authorized_operations"] = cluster_operations(ctx)
     return ctx.response(**fields)
+
+
+def _creatable(ctx: RequestContext, names: list[str]) -> set[str]:
+    """The ``names`` the principal may auto-create: all with CREATE on the cluster, else
+    those with CREATE on the topic."""
+    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
+                     log_if_denied=False):
+        return set(names)
+    return allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
 
 
 def _fields(cls: Any, brokers: list[Any], state: ClusterState, topics: list[Any],

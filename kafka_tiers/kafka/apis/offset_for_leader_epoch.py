@@ -10,8 +10,10 @@ the requested one; ``(-1, -1)`` for an epoch above the latest or an empty cache.
 consumer's fetch), ``FENCED_LEADER_EPOCH`` / ``UNKNOWN_LEADER_EPOCH`` when
 ``current_leader_epoch`` (>= 0) is below / above the leader's, ``KAFKA_STORAGE_ERROR`` when the
 replica's log dir is offline; ``INVALID_REQUEST`` for every partition of a request listing more
-than ``max.request.partitions``. kafka-tiers followers use the replica manager's own request over
-the internal transport, not this one.
+than ``max.request.partitions``; ``TOPIC_AUTHORIZATION_FAILED`` without DESCRIBE on the topic
+(CLUSTER_ACTION on the cluster, a follower's permission, allows every topic, as Kafka).
+kafka-tiers followers use the replica manager's own request over the internal transport, not
+this one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.errors import (
     FENCED_LEADER_EPOCH,
@@ -32,6 +35,7 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
@@ -50,12 +54,20 @@ def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
         refused = False
     except LimitExceededError:
         refused = True
+    names = [t.topic for t in request.topics]
+    if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME,
+                     log_if_denied=False):
+        describable = set(names)
+    else:
+        describable = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for t in request.topics:
         parts = []
         for p in t.partitions:
             tp, bad = topic_partition_or_error(t.topic, int(p.partition))
             if refused:
                 code, epoch, end = INVALID_REQUEST, -1, -1
+            elif t.topic not in describable:
+                code, epoch, end = TOPIC_AUTHORIZATION_FAILED, -1, -1
             elif tp is None:
                 assert bad is not None
                 code, epoch, end = bad[0], -1, -1

@@ -14,6 +14,7 @@ Per request
     ``acks=0``: no response; when a partition failed the connection is closed instead (as
     Kafka does: the client's only hint to refresh its metadata).
 Per partition
+    ``TOPIC_AUTHORIZATION_FAILED`` without WRITE on the topic (checked first, as Kafka),
     ``UNKNOWN_TOPIC_OR_PARTITION`` (``UNKNOWN_TOPIC_ID`` for v13; also an empty topic name or a
     negative partition, :mod:`kafka_tiers.kafka.request_partitions`),
     ``INVALID_TOPIC_EXCEPTION`` for an internal topic (``__consumer_offsets``: only the broker
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState
 from kafka_tiers.kafka.codec import response_class
@@ -52,6 +54,7 @@ from kafka_tiers.kafka.context import CLOSE_CONNECTION, NO_RESPONSE, RequestCont
 from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import CorruptRecordError
 from kafka_tiers.log.producer_state import AppendOrigin
@@ -124,11 +127,18 @@ def produce(ctx: RequestContext, request: Any) -> Any:
                     f"{request.transactional_id!r} refused; produce without transactional.id")
     else:
         jobs: list[tuple[tuple[int, int], TopicPartition, Any]] = []
+        writable = allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                 (name for name, _, _ in work if name is not None))
         for i, (name, tid, parts) in enumerate(work):
             for p, records in parts:
                 if name is None:
                     results[i, p] = PartitionResult(
                         UNKNOWN_TOPIC_ID, f"no topic has id {tid}")
+                    continue
+                if name not in writable:
+                    results[i, p] = PartitionResult(
+                        TOPIC_AUTHORIZATION_FAILED, f"{ctx.principal} may not write to "
+                        f"topic {name!r} (WRITE on the topic is needed)")
                     continue
                 tp, refused = topic_partition_or_error(name, p)
                 refused = refused or refusal(name, Operation.PRODUCE)
