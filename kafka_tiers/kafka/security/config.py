@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api.secret import Secret
-from kafka_tiers.config import Bool, Choice, ConfigKey, String
+from kafka_tiers.config import Bool, Choice, ConfigKey, Int, List, String
 
 
 def _tls_check(key: str) -> Any:
@@ -93,7 +93,22 @@ TLS_KEYS: tuple[ConfigKey, ...] = (
               check=_tls_check("ssl.principal.mapping.rules")),
 )
 #: sasl.* keys (mechanisms, JAAS users, re-authentication, the unauthenticated byte bound)
-SASL_KEYS: tuple[ConfigKey, ...] = ()
+SASL_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("sasl.enabled.mechanisms", List(), ["GSSAPI"],
+              "The SASL mechanisms SASL listeners offer (listener.name.<l>.sasl.enabled."
+              "mechanisms per listener): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Kafka's default "
+              "GSSAPI is not served: a SASL listener must set this key."),
+    ConfigKey("sasl.jaas.config", String(), None,
+              "A JAAS login module entry (Kafka's syntax); PLAIN's users are its "
+              'user_<name>="<password>" options. listener.name.<l>.plain.sasl.jaas.config '
+              "wins for one listener.", secret=True),
+    ConfigKey("sasl.server.max.receive.size", Int(min=1, bits=32), 524288,
+              "The largest request frame read on a SASL listener before the connection "
+              "authenticated; a larger one closes the connection."),
+    ConfigKey("connections.max.reauth.ms", Int(min=0), 0,
+              "The lifetime of a SASL session (KIP-368): the client re-authenticates within "
+              "it, else its next request closes the connection. 0: sessions never expire."),
+)
 
 
 def _authorizer_name(value: str) -> str | None:

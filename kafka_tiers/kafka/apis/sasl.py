@@ -1,0 +1,178 @@
+"""SaslHandshake (key 17, v1) and SaslAuthenticate (key 36, v0-2): SASL authentication on
+the Kafka listeners, as Kafka's ``SaslServerAuthenticator`` does it (KIP-43, KIP-152,
+KIP-368).
+
+A connection on a ``SASL_PLAINTEXT`` or ``SASL_SSL`` listener sends (ApiVersions, then)
+SaslHandshake naming a mechanism, then SaslAuthenticate requests carrying the mechanism's
+tokens until the server's last token; only then is it authenticated (principal
+``User:<name>``) and may send anything else (:mod:`kafka_tiers.kafka.security.gate`).
+
+- SaslHandshake answers the enabled mechanisms. A mechanism not enabled:
+  ``UNSUPPORTED_SASL_MECHANISM`` (33), then the connection is closed. A second SaslHandshake
+  while an exchange is under way, or SaslAuthenticate before SaslHandshake:
+  ``ILLEGAL_SASL_STATE`` (34), then the connection is closed.
+- SaslHandshake v0 is not served: after it Kafka reads raw SASL tokens without Kafka headers,
+  which no client tested here uses (librdkafka, kafka-python and aiokafka all send v1 when the
+  broker offers it). A client that sends v0 is disconnected.
+- A failed SaslAuthenticate answers ``SASL_AUTHENTICATION_FAILED`` (58) with Kafka's message
+  (one fixed text: an unknown user looks like a wrong password), then the connection is
+  closed. One INFO line on ``kafka_tiers.audit`` per failure (the user claimed, the client,
+  the listener, the mechanism; never a password), at most one a second per client address,
+  the rest counted into the next.
+- Re-authentication (KIP-368): with ``connections.max.reauth.ms`` > 0 the successful
+  SaslAuthenticate (v1+) answers ``session_lifetime_ms`` and the session expires after it; an
+  authenticated connection may run SaslHandshake and SaslAuthenticate again with the same
+  mechanism, and must come out as the same principal (else the connection is closed). Other
+  requests are refused while that runs; after expiry only a re-authentication is served.
+- On a listener that is not SASL, and on an authenticated connection that may not
+  re-authenticate (``connections.max.reauth.ms`` = 0), both answer ``ILLEGAL_SASL_STATE`` and
+  the connection stays open (as Kafka's request handler answers them).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from kafka_tiers.api.authorizer import KafkaPrincipal
+from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed, SaslExchange
+from kafka_tiers.kafka.security.session import SASL_PROTOCOLS
+
+audit_log = logging.getLogger("kafka_tiers.audit")
+
+NONE = 0
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+#: failed-authentication log lines per client address: at most one per this many seconds
+FAILURE_LOG_INTERVAL_S = 1.0
+_MAX_SHOWN_USER = 64
+
+_failures_lock = threading.Lock()
+_failures: dict[str, tuple[float, int]] = {}
+
+
+def _settings(ctx: RequestContext) -> Any:
+    sasl = getattr(ctx.server, "sasl", None)
+    if sasl is None or ctx.security_protocol not in SASL_PROTOCOLS:
+        return None
+    return sasl.listener(ctx.listener)
+
+
+def _credentials(ctx: RequestContext) -> Any:
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    return credentials_of(ctx.server)
+
+
+@handles(17, 1, 1)
+def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
+    """Choose the mechanism of the exchange that follows (see the module docstring)."""
+    session = ctx.connection
+    settings = _settings(ctx)
+    if settings is None:
+        return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+    enabled = list(settings.mechanisms)
+    mechanism = str(request.mechanism)
+    if session.sasl is not None:  # an exchange under way (or failed)
+        session.sasl.failed = True
+        return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=enabled)
+    reauthentication = session.authenticated
+    if reauthentication and not session.reauth_deadline:
+        return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=enabled)
+    if mechanism not in enabled:
+        session.sasl = SaslExchange(mechanism, None, reauthentication, failed=True)
+        _log_failure(ctx, mechanism, "", "mechanism not enabled on this listener")
+        return ctx.response(error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
+    if reauthentication and mechanism != session.sasl_mechanism:
+        session.sasl = SaslExchange(
+            mechanism, None, True,
+            refusal=f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                    f"re-authentication of mechanism '{session.sasl_mechanism}'")
+        return ctx.response(error_code=NONE, mechanisms=enabled)
+    credentials = _credentials(ctx) if mechanism != "PLAIN" else None
+    session.sasl = SaslExchange(mechanism, settings.new_server(mechanism, credentials),
+                                reauthentication)
+    return ctx.response(error_code=NONE, mechanisms=enabled)
+
+
+@handles(36, 0, 2)
+def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
+    """One token of the exchange chosen by SaslHandshake (see the module docstring)."""
+    session = ctx.connection
+    exchange = session.sasl
+    lifetime: dict[str, Any] = {"session_lifetime_ms": 0} if ctx.version >= 1 else {}
+    if _settings(ctx) is None or exchange is None or (exchange.server is None
+                                                      and exchange.refusal is None):
+        if not session.authenticated:
+            session.sasl = SaslExchange("", None, failed=True)
+        elif exchange is not None:
+            exchange.failed = True
+        return ctx.response(error_code=ILLEGAL_SASL_STATE,
+                            error_message="SaslAuthenticate without a SaslHandshake before it",
+                            auth_bytes=b"", **lifetime)
+    what = "re-authentication" if exchange.reauthentication else "authentication"
+    try:
+        if exchange.refusal is not None:
+            raise AuthenticationFailed(exchange.refusal, "another mechanism for "
+                                       "re-authentication", session.principal.name)
+        assert exchange.server is not None
+        answer = exchange.server.evaluate(bytes(request.auth_bytes or b""))
+        if exchange.server.complete:
+            principal = KafkaPrincipal("User", exchange.server.user)
+            if exchange.reauthentication and principal != session.principal:
+                raise AuthenticationFailed(
+                    f"Cannot change principals during re-authentication from "
+                    f"{session.principal}: {principal}", "another principal on "
+                    f"re-authentication (was {session.principal})", exchange.server.user)
+    except AuthenticationFailed as exc:
+        exchange.failed = True
+        _log_failure(ctx, exchange.mechanism, exc.user, exc.reason)
+        message = exc.client_message or (f"Authentication failed during {what} due to "
+                                          "invalid credentials with SASL mechanism "
+                                          f"{exchange.mechanism}")
+        return ctx.response(error_code=SASL_AUTHENTICATION_FAILED, error_message=message,
+                            auth_bytes=b"", **lifetime)
+    if not exchange.server.complete:
+        return ctx.response(error_code=NONE, error_message=None, auth_bytes=answer, **lifetime)
+    settings = _settings(ctx)
+    reauth_ms = settings.reauth_ms if settings is not None else 0
+    session.principal = principal
+    session.authenticated = True
+    session.sasl_mechanism = exchange.mechanism
+    session.sasl = None
+    session.reauth_deadline = time.monotonic() + reauth_ms / 1000.0 if reauth_ms else 0.0
+    if lifetime:
+        lifetime["session_lifetime_ms"] = reauth_ms
+    return ctx.response(error_code=NONE, error_message=None, auth_bytes=answer, **lifetime)
+
+
+def _shown(user: str) -> str:
+    """A claimed user name as a log shows it: printable, bounded (it is the client's text)."""
+    clean = "".join(c if c.isprintable() else "?" for c in user[:_MAX_SHOWN_USER])
+    return clean + ("..." if len(user) > _MAX_SHOWN_USER else "")
+
+
+def _log_failure(ctx: RequestContext, mechanism: str, user: str, reason: str) -> None:
+    ip = ctx.connection.ip
+    now = time.monotonic()
+    with _failures_lock:
+        last, skipped = _failures.get(ip, (0.0, 0))
+        if now - last < FAILURE_LOG_INTERVAL_S:
+            _failures[ip] = (last, skipped + 1)
+            return
+        _failures[ip] = (now, 0)
+        if len(_failures) > 10_000:  # bounded: forget the oldest half
+            for k in sorted(_failures, key=lambda k: _failures[k][0])[:5_000]:
+                del _failures[k]
+    audit_log.info("failed authentication: principal=User:%s client=%s listener=%s "
+                   "mechanism=%s reason=%s%s", _shown(user) or "?", ctx.peer, ctx.listener,
+                   _shown(mechanism), reason,
+                   f" (and {skipped} more failures from {ip} since the last line)"
+                   if skipped else "")
+
+
+__all__ = ["sasl_authenticate", "sasl_handshake"]
