@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "broker": "kafka_tiers.cli.broker:broker",
     "cluster": "kafka_tiers.cli.cluster:cluster",
     "topics": "kafka_tiers.cli.cluster:topics",
+    "scram": "kafka_tiers.cli.scram:scram",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -48,6 +49,7 @@ SUMMARIES: dict[str, str] = {
     "broker": "Run one cluster broker (broker start --config server.properties).",
     "cluster": "Run a cluster in one process; describe it, reassign, elect leaders.",
     "topics": "Create, describe and delete a cluster's topics; produce and consume.",
+    "scram": "Add, delete and list SCRAM users (SCRAM-SHA-256/512) of a broker or cluster.",
 }
 
 

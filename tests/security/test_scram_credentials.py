@@ -401,3 +401,120 @@ def test_confluent_admin_on_a_cluster_serves_every_broker(
     creds2 = credentials_of(cluster.broker(2).kafka_server)
     wait_for(lambda: creds2.lookup("alice", "SCRAM-SHA-512") is None,
              what="broker 2 to see the deletion")
+
+
+# ---------------------------------------------------------------------- kafka-tiers scram
+
+def kt_stdin(text: str, *args: str) -> tuple[int, str]:
+    """``kafka-tiers ARGS`` with ``text`` on stdin: exit status and stdout+stderr."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from kafka_tiers.cli import main
+
+    code: object = None
+    with CliRunner().isolation(input=text) as (out, err, _):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+    assert isinstance(code, int)
+    return code, out.getvalue().decode() + err.getvalue().decode()
+
+
+def test_cli_round_trip_over_the_kafka_protocol(make_kafka_broker: Callable[..., Any],
+                                                tmp_path: Path) -> None:
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of, derive
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker()
+    where = ("--bootstrap-server", broker.bootstrap_servers, "--timeout", "10")
+    pw = tmp_path / "pw.txt"
+    pw.write_text("s3cret-of-alice\n")
+    ran = kt("scram", "add", "alice", "--password-file", str(pw), "--iterations", "8192",
+             *where)
+    assert ran.code == 0, ran.err
+    assert "alice: SCRAM-SHA-512 credential set (8192 iterations)" in ran.out
+    cred = credentials_of(broker.kafka_server).lookup("alice", "SCRAM-SHA-512")
+    assert cred is not None and cred == derive("s3cret-of-alice", "SCRAM-SHA-512", 8192,
+                                               cred.salt)
+    code, out = kt_stdin("bob-pw\n", "scram", "add", "bob", "--mechanism", "scram-sha-256",
+                         "--password-stdin", *where)
+    assert code == 0 and "bob: SCRAM-SHA-256 credential set" in out, out
+    cred = credentials_of(broker.kafka_server).lookup("bob", "SCRAM-SHA-256")
+    assert cred == derive("bob-pw", "SCRAM-SHA-256", 4096, cred.salt)
+    ran = kt("scram", "list", "--format", "json", *where)
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out) == {"users": [
+        {"user": "alice", "credentials": [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}]},
+        {"user": "bob", "credentials": [{"mechanism": "SCRAM-SHA-256", "iterations": 4096}]}]}
+    ran = kt("scram", "list", *where)
+    assert "alice" in ran.out and "SCRAM-SHA-256" in ran.out and "s3cret" not in ran.out
+    ran = kt("scram", "delete", "bob", "--mechanism", "SCRAM-SHA-256", *where)
+    assert ran.code == 0, ran.err
+    ran = kt("scram", "delete", "bob", "--mechanism", "SCRAM-SHA-256", *where)
+    assert ran.code == 2 and len(ran.err_lines) == 1 and "does not exist" in ran.err
+    ran = kt("scram", "list", "bob", *where)
+    assert ran.code == 2 and "no SCRAM credential for 'bob'" in ran.err
+
+
+def test_cli_never_takes_a_password_argument_nor_shows_one(tmp_path: Path) -> None:
+    from tests.cli_run import kt
+
+    ran = kt("scram", "add", "alice", "--password", "hunter2", "--dir", str(tmp_path))
+    assert ran.code == 2 and "hunter2" not in ran.err + ran.out
+    ran = kt("scram", "add", "alice", "--dir", str(tmp_path))  # stdin is no terminal here
+    assert ran.code == 2 and "--password-file" in ran.err and len(ran.err_lines) == 1
+    pw = tmp_path / "pw"
+    pw.write_text("hunter2\n")
+    # a directory that is neither a broker's nor a cluster's: one line, no password
+    ran = kt("scram", "add", "alice", "--password-file", str(pw), "--dir", str(tmp_path))
+    assert ran.code == 2 and "neither" in ran.err and "hunter2" not in ran.err
+    assert len(ran.err_lines) == 1
+
+
+def test_cli_dir_bootstraps_the_first_user_of_a_standalone_broker(
+        make_kafka_broker: Callable[..., Any], tmp_path: Path) -> None:
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker()
+    log_dir = broker.config["log.dirs"][0]
+    pw = tmp_path / "pw"
+    pw.write_text("admin-secret")
+    ran = kt("scram", "add", "admin", "--password-file", str(pw), "--dir", str(log_dir))
+    assert ran.code == 0, ran.err
+    path = Path(log_dir) / "kafka-tiers-security-scram-credentials.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and b"admin-secret" not in \
+        path.read_bytes()
+    # the running broker picks the change up (its watch polls the file)
+    creds = credentials_of(broker.kafka_server)
+    wait_for(lambda: creds.lookup("admin", "SCRAM-SHA-512") is not None, 5.0,
+             "the broker to see the credential written with --dir")
+    ran = kt("scram", "list", "--dir", str(log_dir), "--format", "json")
+    assert json.loads(ran.out)["users"][0]["user"] == "admin"
+
+
+def test_cli_dir_writes_a_stopped_clusters_store_and_refuses_a_running_one(
+        tmp_path: Path) -> None:
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    from tests.cli_run import kt
+    from tests.kafka.targets import LISTENER
+
+    pw = tmp_path / "pw"
+    pw.write_text("admin-secret")
+    cdir = tmp_path / "c"
+    with LocalCluster(cdir, 2, overrides={"listeners": LISTENER}) as cluster:
+        ran = kt("scram", "add", "admin", "--password-file", str(pw), "--dir", str(cdir))
+        assert ran.code == 2 and "a broker is running" in ran.err, ran.err
+    ran = kt("scram", "add", "admin", "--password-file", str(pw), "--dir", str(cdir))
+    assert ran.code == 0, ran.err
+    with LocalCluster(cdir, 2, overrides={"listeners": LISTENER}) as cluster:
+        for b in (1, 2):
+            assert credentials_of(cluster.broker(b).kafka_server).lookup(
+                "admin", "SCRAM-SHA-512") is not None

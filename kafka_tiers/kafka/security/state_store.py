@@ -196,8 +196,9 @@ class SecurityStateStore(abc.ABC):
                                  retriable=True)
 
     def watch(self, name: str, callback: DocumentCallback) -> None:
-        """Call ``callback(document)`` now and whenever the document changes (on any broker
-        of the cluster); None when there is none. See the module docstring for threads."""
+        """Call ``callback(document)`` now (before returning) and whenever the document
+        changes (on any broker of the cluster); None when there is none. A callback may be
+        called again with an unchanged document. See the module docstring for threads."""
         check_name(name)
         with self._watch_lock:
             first = name not in self._watchers
@@ -303,7 +304,9 @@ class MetadataStoreStateStore(SecurityStateStore):
                                      f"{str(exc)[:200]}", name, retriable=True) from None
 
     def _start_watch(self, name: str) -> None:
-        # the store calls back once now and after every change, on its notification thread
+        # delivered once before watch() returns; then the store calls back (once more now,
+        # and after every change) on its notification thread
+        self._deliver(name, None)
         self.store.watch_data(self.path(name), lambda _path: self._deliver(name, None))
 
 
@@ -449,6 +452,122 @@ def open_state_store(broker: Any) -> SecurityStateStore:
     return FileStateStore(broker.config["log.dirs"][0])
 
 
+def _check_owner(path: Path) -> None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError as exc:
+        raise SecurityStateError(f"cannot use {path}: {exc.strerror or exc}") from None
+    if st.st_uid != os.geteuid():
+        raise SecurityStateError(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}): run as the "
+            "broker's user, or change the credentials through the broker's authenticated "
+            "listener (--bootstrap-server)")
+
+
+def _embedded_dir(directory: Path) -> Path | None:
+    from kafka_tiers.cluster.embedded_store import JOURNAL, SNAPSHOT
+
+    for d in (directory / "metadata", directory):
+        if (d / SNAPSHOT).is_file() or (d / JOURNAL).is_file():
+            return d
+    return None
+
+
+@contextlib.contextmanager
+def _broker_locks(directory: Path) -> Any:
+    """Hold the ``.lock`` of every log dir up to two levels under ``directory`` (a cluster
+    dir: ``broker-<n>/data-<i>``), so no broker runs on it meanwhile."""
+    from kafka_tiers.log.log_manager import LOCK_FILE
+
+    fds: list[int] = []
+    try:
+        for lock in sorted({*directory.glob(LOCK_FILE), *directory.glob(f"*/{LOCK_FILE}"),
+                            *directory.glob(f"*/*/{LOCK_FILE}")}):
+            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
+            fds.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise SecurityStateError(
+                    f"a broker is running on {lock.parent} (its {LOCK_FILE} is locked): the "
+                    "metadata of a running cluster is changed through a broker's listener "
+                    "(--bootstrap-server), or stop the cluster first") from None
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def open_offline_store(directory: str | os.PathLike[str], *,
+                       zookeeper_connect: str | None = None) -> Any:
+    """The security state of a broker or cluster on this machine, written without a broker
+    (``kafka-tiers scram add --dir``: the first admin user, before anyone can log in).
+    Yields a :class:`SecurityStateStore`, closed on exit.
+
+    - ``zookeeper_connect``: the cluster's ZooKeeper (running or not, the brokers see the
+      change through their watches).
+    - ``directory`` holding an embedded metadata store (``<dir>/metadata`` of
+      ``kafka-tiers cluster start``, or a ``metadata.dir``): used only when no broker runs on
+      a log dir under it (their ``.lock`` files are held meanwhile) and when it belongs to
+      the caller.
+    - a standalone broker's first log dir (``meta.properties``): its files, owned by the
+      caller; a running broker notices the change within :data:`FILE_POLL_S`.
+
+    Raises:
+        SecurityStateError: neither kind of directory, files of another user, a running
+            cluster on an embedded store, or the store unreachable.
+    """
+    if zookeeper_connect:
+        from kafka_tiers.cluster.metadata_store import MetadataStoreError
+        from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+
+        zk = ZooKeeperStore(zookeeper_connect)
+        try:
+            zk.start()
+        except MetadataStoreError as exc:
+            raise SecurityStateError(f"cannot reach ZooKeeper at {zookeeper_connect}: "
+                                     f"{str(exc)[:200]}", retriable=True) from None
+        try:
+            with MetadataStoreStateStore(zk) as store:
+                yield store
+        finally:
+            zk.close()
+        return
+    d = Path(directory)
+    if not d.is_dir():
+        raise SecurityStateError(f"{d} is not a directory: give a stopped cluster's directory "
+                                 "(kafka-tiers cluster start --dir) or a broker's first log dir")
+    _check_owner(d)
+    meta = _embedded_dir(d)
+    if meta is not None:
+        from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore
+
+        _check_owner(meta)
+        for f in meta.iterdir():
+            _check_owner(f)
+        with _broker_locks(d):
+            server = EmbeddedMetadataServer(meta)
+            embedded = EmbeddedStore(server)
+            embedded.start()
+            try:
+                with MetadataStoreStateStore(embedded) as store:
+                    yield store
+            finally:
+                embedded.close()
+                server.close()
+        return
+    if not (d / "meta.properties").is_file():
+        raise SecurityStateError(
+            f"{d} is neither a cluster's directory (no metadata/ with an embedded store) nor "
+            "a broker's log dir (no meta.properties): give the first log dir of the broker "
+            "(started once) or the --dir of kafka-tiers cluster start")
+    for f in d.glob("kafka-tiers-security-*"):
+        _check_owner(f)
+    with FileStateStore(d, poll_s=0) as store:
+        yield store
+
+
 def state_store_of(server: KafkaServer) -> SecurityStateStore:
     """The Kafka server's one :class:`SecurityStateStore` (made on first use, closed with
     the server)."""
@@ -465,6 +584,7 @@ __all__ = [
     "MetadataStoreStateStore",
     "SecurityStateError",
     "SecurityStateStore",
+    "open_offline_store",
     "open_state_store",
     "state_store_of",
 ]

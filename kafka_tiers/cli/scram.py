@@ -1,0 +1,261 @@
+"""``kafka-tiers scram add|delete|list``: the SCRAM users of a broker or cluster (what
+Kafka's ``kafka-configs --alter --add-config 'SCRAM-SHA-512=[...]' --entity-type users``
+does).
+
+Two ways to reach the credentials:
+
+- ``--bootstrap-server HOST:PORT`` (or ``$KAFKA_TIERS_BOOTSTRAP``): the Kafka protocol,
+  AlterUserScramCredentials and DescribeUserScramCredentials (the broker checks ALTER /
+  DESCRIBE on the cluster). The password is salted and iterated here; only the salted
+  password travels.
+- ``--dir DIR``: the security state written directly, for the first admin user before anyone
+  can log in: a stopped cluster's directory (``kafka-tiers cluster start --dir``), or a
+  standalone broker's first log dir; only for the user owning those files. ``--zookeeper-
+  connect`` does the same through a cluster's ZooKeeper.
+
+A password is never a plain argument (it would land in the shell history and in ``ps``):
+``--password-file FILE`` (its first line), ``--password-stdin`` (one line), or, on a
+terminal, a prompt asked twice. It is held as a :class:`~kafka_tiers.api.Secret`: no error
+line shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from kafka_tiers.cli.output import FORMAT_OPTION
+
+MECHANISM_NAMES = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+#: the longest password file read (a password is a line, not a file)
+MAX_PASSWORD_BYTES = 4096
+
+_WHERE = [
+    click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+                 help="Kafka listeners to ask (AlterUserScramCredentials / "
+                 "DescribeUserScramCredentials; default: $KAFKA_TIERS_BOOTSTRAP, else "
+                 "127.0.0.1:9092)."),
+    click.option("--dir", "directory", type=click.Path(file_okay=False),
+                 help="Write directly (no broker): a stopped cluster's directory (kafka-tiers "
+                 "cluster start --dir) or a standalone broker's first log dir; files must "
+                 "be yours."),
+    click.option("--zookeeper-connect", metavar="HOST:PORT[/CHROOT]",
+                 help="Write directly through the cluster's ZooKeeper."),
+    click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0,
+                 show_default=True, help="Seconds to wait for the cluster."),
+]
+
+
+def _where_options(fn: Any) -> Any:
+    for opt in reversed(_WHERE):
+        fn = opt(fn)
+    return fn
+
+
+_MECHANISM = click.Choice(MECHANISM_NAMES, case_sensitive=False)
+
+
+@click.group()
+def scram() -> None:
+    """Add, delete and list SCRAM users (SCRAM-SHA-256, SCRAM-SHA-512).
+
+    \b
+    Examples:
+      kafka-tiers scram add admin --dir kafka-tiers-cluster --password-file pw.txt
+      kafka-tiers scram add alice --bootstrap-server 127.0.0.1:9092 --password-stdin < pw
+      kafka-tiers scram delete alice --mechanism SCRAM-SHA-512 --bootstrap-server ...
+      kafka-tiers scram list --bootstrap-server 127.0.0.1:9092 --format json
+    """
+
+
+def read_password(password_file: str | None, password_stdin: bool) -> Any:
+    """The password as a :class:`~kafka_tiers.api.Secret`: the first line of
+    ``password_file``, one line of stdin, or asked twice on a terminal.
+
+    Raises:
+        click.UsageError: both sources, none on a non-terminal, an empty password, or the
+            two prompts differ.
+    """
+    from kafka_tiers.api import Secret
+
+    if password_file and password_stdin:
+        raise click.UsageError("give --password-file or --password-stdin, not both")
+    if password_file:
+        from kafka_tiers.log.input_file import read_input_file
+
+        raw = read_input_file(password_file, MAX_PASSWORD_BYTES, "password file")
+        try:
+            text = raw.decode("utf-8").split("\n", 1)[0].rstrip("\r")
+        except UnicodeDecodeError:  # the message would show the password's bytes
+            raise click.UsageError(f"password file {password_file} is not UTF-8") from None
+    elif password_stdin:
+        text = sys.stdin.readline(MAX_PASSWORD_BYTES).rstrip("\r\n")
+    elif sys.stdin.isatty():
+        text = click.prompt("Password", hide_input=True, confirmation_prompt=True,
+                            err=True)
+    else:
+        raise click.UsageError("no password: give --password-file FILE or --password-stdin "
+                               "(a password is never an argument), or run on a terminal to be "
+                               "asked")
+    if not text:
+        raise click.UsageError("the password is empty")
+    return Secret(text)
+
+
+@contextmanager
+def _direct(directory: str | None, zookeeper_connect: str | None) -> Iterator[Any]:
+    from kafka_tiers.kafka.security.scram_credentials import ScramCredentials
+    from kafka_tiers.kafka.security.state_store import open_offline_store
+
+    with open_offline_store(directory or ".", zookeeper_connect=zookeeper_connect) as store:
+        yield ScramCredentials(store)
+
+
+def _admin(bootstrap: str | None, timeout: float) -> Any:
+    from kafka_tiers.cli.cluster import parse_bootstrap
+    from kafka_tiers.cli.kafka_admin import KafkaAdmin
+
+    if bootstrap:
+        servers = parse_bootstrap(bootstrap, "--bootstrap-server")
+    elif os.environ.get("KAFKA_TIERS_BOOTSTRAP"):
+        servers = parse_bootstrap(os.environ["KAFKA_TIERS_BOOTSTRAP"], "$KAFKA_TIERS_BOOTSTRAP")
+    else:
+        servers = ["127.0.0.1:9092"]
+    return KafkaAdmin(servers, timeout=timeout)
+
+
+def _one_way(bootstrap: str | None, directory: str | None, zk: str | None) -> bool:
+    """True for a direct write (``--dir``/``--zookeeper-connect``)."""
+    if sum(bool(x) for x in (bootstrap, directory, zk)) > 1:
+        raise click.UsageError("give one of --bootstrap-server, --dir, --zookeeper-connect")
+    return bool(directory or zk)
+
+
+def _alter(bootstrap: str | None, timeout: float, alteration: Any, user: str,
+           what: str) -> None:
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors
+
+    with _admin(bootstrap, timeout) as admin, _errors(what):
+        result = admin.admin.alter_user_scram_credentials([alteration])
+    problem = result.get(user)
+    if problem:
+        raise KafkaAdminError(f"{what}: {problem}")
+
+
+@scram.command("add")
+@click.argument("user")
+@click.option("--mechanism", type=_MECHANISM, default="SCRAM-SHA-512", show_default=True)
+@click.option("--iterations", type=click.IntRange(4096, 16384), default=4096,
+              show_default=True, help="PBKDF2 iterations (Kafka's bounds).")
+@click.option("--password-file", type=click.Path(dir_okay=False),
+              help="Read the password from the first line of this file.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from one stdin line.")
+@_where_options
+def add(user: str, mechanism: str, iterations: int, password_file: str | None,
+        password_stdin: bool, bootstrap: str | None, directory: str | None,
+        zookeeper_connect: str | None, timeout: float) -> None:
+    """Add USER's credential for a mechanism, or replace it (a new password).
+
+    The password is salted (a random salt) and iterated here; the broker keeps only the keys
+    derived from it, never the password.
+    """
+    from kafka_tiers.kafka.security.scram_credentials import SALT_BYTES, salted_password
+
+    if not user:
+        raise click.UsageError("USER must not be empty")
+    direct = _one_way(bootstrap, directory, zookeeper_connect)
+    mechanism = mechanism.upper()
+    password = read_password(password_file, password_stdin)
+    salt = os.urandom(SALT_BYTES)
+    salted = salted_password(password, mechanism, salt, iterations)
+    if direct:
+        with _direct(directory, zookeeper_connect) as creds:
+            creds.upsert(user, mechanism, iterations, salt, salted)
+    else:
+        from kafka.admin import UserScramCredentialUpsertion
+
+        up = UserScramCredentialUpsertion(user, mechanism, b"", iterations=iterations,
+                                          salt=salt)
+        up.salted_password = salted  # derived here from the Secret, not from a plain str
+        _alter(bootstrap, timeout, up, user, f"adding {mechanism} for {user!r}")
+    click.echo(f"{user}: {mechanism} credential set ({iterations} iterations)")
+
+
+@scram.command("delete")
+@click.argument("user")
+@click.option("--mechanism", type=_MECHANISM, required=True)
+@_where_options
+def delete(user: str, mechanism: str, bootstrap: str | None, directory: str | None,
+           zookeeper_connect: str | None, timeout: float) -> None:
+    """Delete USER's credential for a mechanism (an error when there is none)."""
+    mechanism = mechanism.upper()
+    what = f"deleting {mechanism} of {user!r}"
+    if _one_way(bootstrap, directory, zookeeper_connect):
+        from kafka_tiers.api.errors import KafkaTiersError
+
+        with _direct(directory, zookeeper_connect) as creds:
+            if not creds.delete(user, mechanism):
+                raise KafkaTiersError(f"{what}: {user!r} has no {mechanism} credential")
+    else:
+        from kafka.admin import UserScramCredentialDeletion
+
+        _alter(bootstrap, timeout, UserScramCredentialDeletion(user, mechanism), user, what)
+    click.echo(f"{user}: {mechanism} credential deleted")
+
+
+@scram.command("list")
+@click.argument("users", nargs=-1)
+@FORMAT_OPTION
+@_where_options
+def list_users(users: tuple[str, ...], fmt: str, bootstrap: str | None,
+               directory: str | None, zookeeper_connect: str | None, timeout: float) -> None:
+    """List the SCRAM users (or USERS) with their mechanisms and iterations; never a key.
+
+    JSON: ``{"users": [{"user", "credentials": [{"mechanism", "iterations"}]}]}``.
+    """
+    rows: dict[str, list[tuple[str, int]]] = {}
+    if _one_way(bootstrap, directory, zookeeper_connect):
+        with _direct(directory, zookeeper_connect) as creds:
+            for user, infos in creds.describe(list(users) or None).items():
+                rows[user] = [(m.mechanism_name, i) for m, i in infos]
+    else:
+        from kafka_tiers.cli.kafka_admin import _errors
+
+        with _admin(bootstrap, timeout) as admin, _errors("listing SCRAM users"):
+            got = admin.admin.describe_user_scram_credentials(list(users) or None)
+        for user, desc in sorted(got.items()):
+            if desc["error"] is None:
+                rows[user] = [(c["mechanism"].name.replace("_", "-"), c["iterations"])
+                              for c in desc["credential_infos"]]
+    missing = [u for u in users if u not in rows]
+    if fmt == "json":
+        from kafka_tiers.cli.output import emit_json
+
+        emit_json({"users": [{"user": u, "credentials": [
+            {"mechanism": m, "iterations": i} for m, i in creds_]}
+            for u, creds_ in sorted(rows.items())]})
+    else:
+        from kafka_tiers.cli.output import console
+
+        if not rows:
+            click.echo("no SCRAM users")
+        else:
+            from rich.table import Table
+
+            table = Table("user", "mechanism", "iterations")
+            for u, creds_ in sorted(rows.items()):
+                for m, i in creds_:
+                    table.add_row(u, m, str(i))
+            console().print(table)
+    if missing:
+        from kafka_tiers.api.errors import KafkaTiersError
+
+        raise KafkaTiersError(f"no SCRAM credential for {', '.join(map(repr, missing))}")
+
+
+__all__ = ["read_password", "scram"]
