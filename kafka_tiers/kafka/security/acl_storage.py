@@ -10,8 +10,8 @@ The document, grouped by resource pattern so a pattern's name is written once::
                         "PREFIXED": {"orders-": [["User:*", "*", "WRITE", "DENY"]]}}}}
 
 Names are Kafka's enum names (``READ``, ``ALLOW``, ``TOPIC``, ``PREFIXED``). ``serial`` grows
-with every change; a watcher is never handed a set older than one it was already given
-(deliveries from the store's watch and from this broker's own updates may cross).
+with every change; a watcher is handed each set once and never one older than it was already
+given (deliveries from the store's watch and from this broker's own updates may cross).
 
 Bounds: at most :data:`MAX_ACLS` ACLs (an update beyond is refused, nothing changed), and the
 store's document size (``MAX_DOCUMENT_BYTES``, about 900 KiB: some 25,000 short ACLs), whichever
@@ -172,8 +172,8 @@ class StateStoreAclStorage(AclStorage):
         acls = decode(doc)
         serial = _serial(doc)
         with self._lock:
-            if doc is not None and serial < self._delivered:
-                return  # an older set than one already delivered: a crossing delivery
+            if doc is not None and serial <= self._delivered:
+                return  # a set already delivered, or older: a crossing delivery
             self._delivered = serial
             for cb in list(self._callbacks):
                 cb(acls)
