@@ -46,11 +46,15 @@ def parse_bootstrap(text: str, source: str) -> list[str]:
 class Target:
     """Where a command reaches a cluster: ``servers`` (``host:port``) and whether they are
     Kafka listeners (``kafka``: the Kafka protocol only) or the internal transport of a
-    cluster started by ``kafka-tiers cluster start`` (its ``cluster.json``)."""
+    cluster started by ``kafka-tiers cluster start`` (its ``cluster.json``, in
+    ``directory``, which also holds the admin channel's TLS identity when the brokers'
+    internal transport is TLS: :mod:`kafka_tiers.cli.admin_channel`)."""
 
-    def __init__(self, servers: list[str], kafka: bool) -> None:
+    def __init__(self, servers: list[str], kafka: bool,
+                 directory: Path | None = None) -> None:
         self.servers = servers
         self.kafka = kafka
+        self.directory = directory
 
 
 def target(bootstrap: str | None, directory: str | None) -> Target:
@@ -74,22 +78,30 @@ def target(bootstrap: str | None, directory: str | None) -> Target:
 
         servers = read_cluster_file(path).bootstrap
         if servers:
-            return Target(servers, False)
+            return Target(servers, False, path.parent)
     return Target(["127.0.0.1:9092"], True)
 
 
 def open_client(where: Target, timeout: float = 15.0) -> Any:
     """A client of the cluster at ``where``: a
     :class:`~kafka_tiers.cli.kafka_admin.KafkaAdmin` (Kafka protocol) or a
-    :class:`~kafka_tiers.cluster.client.ClusterClient` (internal transport); both offer the
-    methods the commands use, with the same result shapes."""
+    :class:`~kafka_tiers.cluster.client.ClusterClient` (internal transport; TLS with the
+    brokers' own certificate when they secure it, for their user only); both offer the
+    methods the commands use, with the same result shapes.
+
+    Raises:
+        AdminChannelError: the brokers' key or its config is not the caller's, or is open to
+            group or others (:func:`kafka_tiers.cli.admin_channel.channel_config`).
+    """
     if where.kafka:
         from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
         return KafkaAdmin(where.servers, timeout=timeout)
+    from kafka_tiers.cli.admin_channel import admin_security
     from kafka_tiers.cluster.client import ClusterClient
 
-    return ClusterClient(where.servers, timeout=timeout)
+    security = admin_security(where.directory) if where.directory is not None else None
+    return ClusterClient(where.servers, timeout=timeout, security=security)
 
 
 _CONNECT = [
@@ -258,6 +270,10 @@ def start(brokers: int, racks: str | None, metadata_store: str, zookeeper_connec
         write_cluster_file(Path(directory, CLUSTER_FILE), ClusterFile(
             ClusterView([BrokerInfo(b, c.broker_config(b).get("broker.rack")) for b in c.live]),
             addresses={b: c.broker(b).address for b in c.live}, metadata_store=metadata_store))
+        from kafka_tiers.cli.admin_channel import write_channel_file
+
+        # TLS between brokers: the commands given --dir connect with the brokers' identity
+        write_channel_file(directory, c.broker(c.live[0]).config)
         client = c.client()
         if fmt == "json":  # one line: a reader takes it as soon as the cluster runs
             import json

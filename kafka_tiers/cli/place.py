@@ -116,8 +116,14 @@ def with_running_topics(doc: Any, path: str) -> Any:
 
     if not doc.bootstrap or doc.cluster.assignments:
         return doc.cluster
+    from pathlib import Path
+
+    from kafka_tiers.cli.admin_channel import admin_security
+
     try:
-        with ClusterClient(doc.bootstrap, timeout=5) as client:
+        # TLS between brokers: the brokers' identity next to cluster.json (their user only)
+        with ClusterClient(doc.bootstrap, timeout=5,
+                           security=admin_security(Path(path).parent)) as client:
             md = client.metadata()
     except KafkaTiersError as exc:
         click.echo(f"warning: {path}: the cluster at {','.join(doc.bootstrap)} did not answer "

@@ -20,6 +20,7 @@ from typing import Any
 
 from kafka_tiers.cluster.transport import (
     ApiKey,
+    ChannelSecurity,
     Client,
     ErrorCode,
     Response,
@@ -83,14 +84,16 @@ class ClusterClient:
         bootstrap: broker addresses to ask for metadata.
         transport: the transport client (default: TCP).
         timeout: the default timeout of every call, seconds.
+        security: the internal transport's TLS for the client it makes (brokers whose
+            inter-broker listener is SSL or SASL_SSL); None: plaintext.
     """
 
     def __init__(self, bootstrap: Iterable[str], *, transport: Client | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, security: ChannelSecurity | None = None) -> None:
         self.bootstrap = list(bootstrap)
         if not self.bootstrap:
             raise ValueError("give at least one bootstrap address")
-        self.transport = transport if transport is not None else TcpClient()
+        self.transport = transport if transport is not None else TcpClient(security=security)
         self._owns = transport is None
         self.timeout = timeout
         self._brokers: dict[int, str] = {}

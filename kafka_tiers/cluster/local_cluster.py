@@ -24,7 +24,7 @@ from typing import Any
 from kafka_tiers.broker import Broker
 from kafka_tiers.cluster.client import ClusterClient
 from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer
-from kafka_tiers.cluster.transport import LoopbackClient, LoopbackNetwork, TcpClient
+from kafka_tiers.cluster.transport import LoopbackClient, LoopbackNetwork
 from kafka_tiers.plugins.hooks import Hooks
 
 #: settings that make failures visible in about a second (tests, the quick start).
@@ -161,13 +161,12 @@ class LocalCluster:
     def client(self, timeout: float = 20.0) -> ClusterClient:
         """A client of this cluster (closed with the cluster); over TCP to brokers whose
         internal transport is TLS, it presents the brokers' own certificate."""
-        transport: Any = LoopbackClient(self.network) if self.network is not None else None
+        transport = LoopbackClient(self.network) if self.network is not None else None
         secured = [b.member.security for b in self.brokers.values()
                    if b.started and b.member is not None and b.member.security is not None]
-        if transport is None and secured:  # TLS between brokers: with a broker's certificate
-            transport = TcpClient(security=secured[0])
+        # TLS between brokers: the client presents a broker's own certificate
         c = ClusterClient(self.addresses() or ["127.0.0.1:1"], transport=transport,
-                          timeout=timeout)
+                          timeout=timeout, security=secured[0] if secured else None)
         self._clients.append(c)
         return c
 
