@@ -518,3 +518,56 @@ def test_cli_dir_writes_a_stopped_clusters_store_and_refuses_a_running_one(
         for b in (1, 2):
             assert credentials_of(cluster.broker(b).kafka_server).lookup(
                 "admin", "SCRAM-SHA-512") is not None
+
+
+# ---------------------------------------------------------------------- logins with them
+
+SASL_LISTENERS = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                  "inter.broker.listener.name": "PLAINTEXT",
+                  "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256"}
+
+
+def _sasl_address(broker: Any) -> str:
+    host, port = broker.kafka_server.advertised()["SASL_PLAINTEXT"]
+    return f"{host}:{port}"
+
+
+def _confluent_login(bootstrap: str, user: str, password: str, mechanism: str,
+                     timeout: float = 5.0) -> Any:
+    """Metadata through a librdkafka client logged in with SCRAM: the broker list, or the
+    KafkaError the client reported (an authentication failure: ``_AUTHENTICATION``)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    errors: list[Any] = []
+    admin = AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": mechanism, "sasl.username": user,
+                         "sasl.password": password, "socket.timeout.ms": 5000,
+                         "reconnect.backoff.max.ms": 500, "error_cb": errors.append})
+    try:
+        return sorted(b.id for b in admin.list_topics(timeout=timeout).brokers.values())
+    except KafkaException:
+        admin.poll(0.2)
+        return errors[0] if errors else None
+
+
+def test_a_credential_added_on_one_broker_serves_a_login_on_another(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    from confluent_kafka import KafkaError
+    from kafka.admin import UserScramCredentialUpsertion
+
+    cluster = make_kafka_cluster(brokers=2, overrides=SASL_LISTENERS)
+    plain = cluster.broker(1).kafka_server.advertised()["PLAINTEXT"]
+    admin = _kp_admin(f"{plain[0]}:{plain[1]}")
+    try:
+        assert admin.alter_user_scram_credentials([
+            UserScramCredentialUpsertion("alice", "SCRAM-SHA-512", "alice-pw")]) == \
+            {"alice": None}
+    finally:
+        admin.close()
+    on_two = _sasl_address(cluster.broker(2))
+    assert _confluent_login(on_two, "alice", "alice-pw", "SCRAM-SHA-512") == [1, 2]
+    for password, mechanism in (("wrong-pw", "SCRAM-SHA-512"),
+                                ("alice-pw", "SCRAM-SHA-256")):  # no SHA-256 credential
+        error = _confluent_login(on_two, "alice", password, mechanism, timeout=1.0)
+        assert error is not None and error.code() == KafkaError._AUTHENTICATION, error
