@@ -89,14 +89,29 @@ def open_client(where: Target, timeout: float = 15.0) -> Any:
     brokers' own certificate when they secure it, for their user only); both offer the
     methods the commands use, with the same result shapes.
 
+    The Kafka protocol client takes the security settings of ``--command-config`` (Kafka's
+    client properties: ``security.protocol``, ``ssl.*``, ``sasl.*``).
+
     Raises:
         AdminChannelError: the brokers' key or its config is not the caller's, or is open to
             group or others (:func:`kafka_tiers.cli.admin_channel.channel_config`).
+        click.UsageError: ``--command-config`` given for the internal transport of ``--dir``,
+            or a property it does not understand.
     """
+    command_config = _command_config()
     if where.kafka:
         from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
-        return KafkaAdmin(where.servers, timeout=timeout)
+        settings: dict[str, Any] = {}
+        if command_config:
+            from kafka_tiers.cli.acls import client_settings
+
+            settings = client_settings(command_config)
+        return KafkaAdmin(where.servers, timeout=timeout, settings=settings)
+    if command_config:
+        raise click.UsageError("--command-config is for Kafka listeners (--bootstrap-server); "
+                               "the cluster of --dir is reached through its internal transport "
+                               "with the brokers' own identity")
     from kafka_tiers.cli.admin_channel import admin_security
     from kafka_tiers.cluster.client import ClusterClient
 
@@ -110,8 +125,22 @@ _CONNECT = [
                  "Kafka cluster; default: $KAFKA_TIERS_BOOTSTRAP, else the cluster started by "
                  "`kafka-tiers cluster start` in --dir, else 127.0.0.1:9092)."),
     click.option("--dir", "directory", type=click.Path(file_okay=False),
-                 help=f"The directory of `kafka-tiers cluster start` (default ./{DEFAULT_DIR})."),
+                 help=f"The directory of `kafka-tiers cluster start` (default ./{DEFAULT_DIR}); "
+                 "when its brokers talk TLS, only the user owning their key may use it."),
+    click.option("--command-config", type=click.Path(dir_okay=False), expose_value=False,
+                 callback=lambda ctx, _p, v: ctx.meta.__setitem__(_COMMAND_CONFIG, v),
+                 help="Kafka client properties for --bootstrap-server: security.protocol, "
+                 "ssl.truststore.location, ssl.keystore.location, sasl.mechanism, "
+                 "sasl.jaas.config (as kafka-acls --command-config)."),
 ]
+#: where the ``--command-config`` path is kept in the click context
+_COMMAND_CONFIG = "kafka_tiers.command_config"
+
+
+def _command_config() -> str | None:
+    """The ``--command-config`` of the running command, if any."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_COMMAND_CONFIG) if ctx is not None else None
 
 
 def connect_options(fn: Any) -> Any:

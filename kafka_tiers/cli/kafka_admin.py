@@ -98,15 +98,21 @@ class KafkaAdmin:
     """A cluster reached at ``bootstrap`` (``host:port`` of Kafka listeners) through the Kafka
     protocol. Use as a context manager; :meth:`close` closes every connection.
 
+    ``settings`` are kafka-python client arguments (``security_protocol``, ``ssl_cafile``,
+    ``sasl_mechanism``, ...: a ``--command-config`` file's) given to every client it makes.
+
     Raises (constructor):
         KafkaAdminError: no bootstrap address answers within ``timeout`` seconds.
     """
 
-    def __init__(self, bootstrap: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, bootstrap: Sequence[str], timeout: float = DEFAULT_TIMEOUT, *,
+                 settings: Mapping[str, Any] | None = None) -> None:
         from kafka.admin import KafkaAdminClient
 
         self.bootstrap = list(bootstrap)
         self.timeout = timeout
+        #: the client arguments of every kafka-python client (client id, security)
+        self.settings: dict[str, Any] = {"client_id": "kafka-tiers-cli", **(settings or {})}
         reachable(self.bootstrap, min(timeout, 5.0))
         ms = int(timeout * 1000)
         import kafka.errors as kerr
@@ -114,8 +120,8 @@ class KafkaAdmin:
         try:
             with _errors(f"connecting to {','.join(self.bootstrap)}"):
                 self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
-                                              client_id="kafka-tiers-cli",
-                                              request_timeout_ms=ms, bootstrap_timeout_ms=ms)
+                                              request_timeout_ms=ms, bootstrap_timeout_ms=ms,
+                                              **self.settings)
         except KafkaAdminError as exc:
             if not isinstance(exc.__context__, kerr.KafkaTimeoutError):
                 raise
@@ -428,7 +434,7 @@ class KafkaAdmin:
                                      max_in_flight_requests_per_connection=1, retries=0,
                                      request_timeout_ms=ms, delivery_timeout_ms=ms + 100,
                                      max_block_ms=ms,
-                                     bootstrap_timeout_ms=ms, client_id="kafka-tiers-cli")
+                                     bootstrap_timeout_ms=ms, **self.settings)
             try:
                 futures = []
                 for r in records:
@@ -458,7 +464,7 @@ class KafkaAdmin:
         with _errors(f"Fetch {topic}-{partition}@{offset}"):
             consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
                                      enable_auto_commit=False, request_timeout_ms=ms,
-                                     client_id="kafka-tiers-cli")
+                                     **self.settings)
             try:
                 consumer.assign([tp])
                 end = consumer.end_offsets([tp])[tp]

@@ -394,3 +394,30 @@ def test_inline_keys_are_written_to_the_channel_file_as_one_private_file(
 
     with pytest.raises(AdminChannelError, match="mode 0640"):
         admin_security(tmp_path)
+
+
+def test_other_users_go_through_the_kafka_listener_with_command_config(
+        make_kafka_broker: Callable[..., Any], certs: TestCerts, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    broker = make_kafka_broker(**{
+        "listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.location": str(certs.ca_cert)})
+    props = tmp_path / "client.properties"
+    props.write_text(f"security.protocol=SSL\nssl.truststore.location={certs.ca_cert}\n")
+    boot = broker.bootstrap_servers
+    code, out, err = cli(capsys, "topics", "create", "tls-topic", "--partitions", "1",
+                         "--bootstrap-server", boot, "--command-config", str(props))
+    assert code == 0, err
+    code, out, err = cli(capsys, "topics", "list", "--bootstrap-server", boot,
+                         "--command-config", str(props))
+    assert code == 0 and "tls-topic" in out
+    from kafka_tiers.api.cluster import BrokerInfo, ClusterView
+    from kafka_tiers.placement.cluster_file import ClusterFile, write_cluster_file
+
+    d = tmp_path / "started"
+    d.mkdir()
+    write_cluster_file(d / "cluster.json", ClusterFile(ClusterView([BrokerInfo(1, None)]),
+                                                       addresses={1: "127.0.0.1:1"}))
+    code, _, err = cli(capsys, "topics", "list", "--dir", str(d),
+                       "--command-config", str(props))
+    assert code != 0 and "--command-config is for Kafka listeners" in err
