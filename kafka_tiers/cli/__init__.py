@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "kafka_tiers.cli.cluster:cluster",
     "topics": "kafka_tiers.cli.cluster:topics",
     "scram": "kafka_tiers.cli.scram:scram",
+    "acls": "kafka_tiers.cli.acls:acls",
 }
 
 #: one-line help per subcommand, so the listing needs no import.
@@ -50,6 +51,7 @@ SUMMARIES: dict[str, str] = {
     "cluster": "Run a cluster in one process; describe it, reassign, elect leaders.",
     "topics": "Create, describe and delete a cluster's topics; produce and consume.",
     "scram": "Add, delete and list SCRAM users (SCRAM-SHA-256/512) of a broker or cluster.",
+    "acls": "Add, list and remove a cluster's ACLs over its Kafka listeners.",
 }
 
 

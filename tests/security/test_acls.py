@@ -682,3 +682,130 @@ def test_an_acl_created_through_broker_1_takes_effect_on_broker_3(
     assert fut.result(10) == [binding]
     wait_for(lambda: not allowed(first.kafka_server.authorizer, OP.READ, "orders"), 10,
              "broker 1 to forget the ACL")
+
+
+# ---------------------------------------------------------------------- kafka-tiers acls
+
+
+def test_the_cli_adds_lists_and_removes_acls(make_kafka_broker: Callable[..., Any]) -> None:
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker(**SUPER)
+    bs = ["--bootstrap-server", broker.bootstrap_servers, "--timeout", "5"]
+    added = kt("acls", "add", *bs, "--allow-principal", "User:alice", "--operation", "Read",
+               "--operation", "Describe", "--topic", "orders")
+    assert added.code == 0, added.err
+    assert "created 2 ACL(s)" in added.out
+    prefixed = kt("acls", "add", *bs, "--deny-principal", "User:bob", "--deny-host",
+                  "10.0.0.9", "--operation", "write", "--topic", "orders-",
+                  "--resource-pattern-type", "prefixed", "--format", "json")
+    assert prefixed.code == 0, prefixed.err
+    assert json.loads(prefixed.out)["created"] == [{
+        "resource_type": "TOPIC", "pattern_type": "PREFIXED", "name": "orders-",
+        "principal": "User:bob", "host": "10.0.0.9", "operation": "WRITE",
+        "permission_type": "DENY"}]
+    assert kt("acls", "add", *bs, "--allow-principal", "User:ops", "--cluster",
+              "--operation", "Alter").code == 0
+    a = broker.kafka_server.authorizer
+    assert allowed(a, OP.READ, "orders") and not allowed(a, OP.WRITE, "orders")
+    assert not allowed(a, OP.WRITE, "orders-eu", "User:bob", host="10.0.0.9")
+    assert allowed(a, OP.ALTER, "kafka-cluster", "User:ops", rtype=RT.CLUSTER)
+
+    listed = kt("acls", "list", *bs, "--format", "json")
+    assert listed.code == 0, listed.err
+    assert len(json.loads(listed.out)["acls"]) == 4
+    orders = json.loads(kt("acls", "list", *bs, "--topic", "orders", "--format", "json").out)
+    assert sorted(r["operation"] for r in orders["acls"]) == ["DESCRIBE", "READ"]
+    applying = json.loads(kt("acls", "list", *bs, "--topic", "orders-eu",
+                             "--resource-pattern-type", "match", "--format", "json").out)
+    assert [r["name"] for r in applying["acls"]] == ["orders-"]
+    table = kt("acls", "list", *bs, "--principal", "User:ops")
+    assert table.code == 0 and "User:ops" in table.out and "User:alice" not in table.out
+
+    removed = kt("acls", "remove", *bs, "--topic", "orders", "--allow-principal", "User:alice",
+                 "--operation", "Describe", "--format", "json")
+    assert removed.code == 0, removed.err
+    assert [r["operation"] for r in json.loads(removed.out)["removed"]] == ["DESCRIBE"]
+    assert allowed(a, OP.READ, "orders")
+    every = kt("acls", "remove", *bs, "--topic", "orders")
+    assert every.code == 0 and "removed 1 ACL(s)" in every.out
+    assert not allowed(a, OP.READ, "orders")
+
+
+def test_the_cli_errors_are_one_line(make_kafka_broker: Callable[..., Any],
+                                     tmp_path: Path) -> None:
+    from tests.cli_run import kt
+
+    plain = make_kafka_broker()  # no authorizer
+    bs = ["--bootstrap-server", plain.bootstrap_servers, "--timeout", "5"]
+    disabled = kt("acls", "list", *bs)
+    assert disabled.code == 2 and len(disabled.err_lines) == 1
+    assert "SECURITY_DISABLED" in disabled.err
+    refused = kt("acls", "add", *bs, "--allow-principal", "User:a", "--operation", "Write",
+                 "--group", "g")
+    assert refused.code == 2 and "GROUP does not take operation WRITE" in refused.err
+    no_type = kt("acls", "add", *bs, "--allow-principal", "alice", "--topic", "t")
+    assert no_type.code == 2 and "TYPE:NAME" in no_type.err
+    closed = make_kafka_broker(**{"authorizer.class.name": "acl"})  # no super user
+    denied = kt("acls", "add", "--bootstrap-server", closed.bootstrap_servers, "--timeout", "5",
+                "--allow-principal", "User:a", "--topic", "t")
+    assert denied.code == 2 and len(denied.err_lines) == 1
+    assert "CLUSTER_AUTHORIZATION_FAILED" in denied.err
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+                      " required username=\"admin\" password=\"s3cret-pw\";\n"
+                      "fetch.max.bytes=1\n")
+    unknown = kt("acls", "list", *bs, "--command-config", str(config))
+    assert unknown.code == 2 and "unknown client property 'fetch.max.bytes'" in unknown.err
+    assert "s3cret-pw" not in unknown.err
+
+
+def test_command_config_maps_kafka_client_properties(tmp_path: Path) -> None:
+    from kafka_tiers.cli.acls import client_settings
+
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=sasl_ssl\nsasl.mechanism=SCRAM-SHA-512\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+                      " required username=\"admin\" password=\"p\\\\\"w\";\n"
+                      "ssl.truststore.type=PEM\nssl.truststore.location=/ca.pem\n"
+                      "ssl.keystore.location=/client-keystore.pem\n"
+                      "ssl.endpoint.identification.algorithm=\n")
+    assert client_settings(str(config)) == {
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "admin", "sasl_plain_password": 'p"w',
+        "ssl_cafile": "/ca.pem", "ssl_certfile": "/client-keystore.pem",
+        "ssl_keyfile": "/client-keystore.pem", "ssl_check_hostname": False}
+    config.write_text("ssl.truststore.type=JKS\n")
+    with pytest.raises(Exception, match="must be PEM"):
+        client_settings(str(config))
+    assert client_settings(None) == {}
+
+
+def test_tls_principals_are_decided_by_acls_and_the_cli_reaches_an_ssl_listener(
+        make_kafka_broker: Callable[..., Any], certs: Any, tmp_path: Path) -> None:
+    """The client certificate's subject is the principal (part 1's TLS): not a super user,
+    it may not manage ACLs until an ACL grants it ALTER (and so DESCRIBE) on the cluster."""
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker(**{
+        "listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.location": str(certs.ca_cert), "ssl.client.auth": "required",
+        "authorizer.class.name": "acl", "super.users": "User:CN=admin"})
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SSL\nssl.truststore.location={certs.ca_cert}\n"
+                      f"ssl.certificate.location={certs.client_cert}\n"
+                      f"ssl.key.location={certs.client_key}\n")
+    cmd = ["--bootstrap-server", broker.bootstrap_servers, "--command-config", str(config),
+           "--timeout", "5"]
+    denied = kt("acls", "list", *cmd)
+    assert denied.code == 2 and "CLUSTER_AUTHORIZATION_FAILED" in denied.err, denied.err
+    principal = "User:CN=client,OU=eng,O=example"
+    broker.kafka_server.authorizer.create_acls(identity(), [
+        acl(principal, OP.ALTER, "kafka-cluster", rtype=RT.CLUSTER)])
+    added = kt("acls", "add", *cmd, "--allow-principal", "User:alice", "--topic", "orders",
+               "--operation", "Read")
+    assert added.code == 0, added.err
+    listed = json.loads(kt("acls", "list", *cmd, "--topic", "orders", "--format", "json").out)
+    assert [(r["principal"], r["operation"]) for r in listed["acls"]] == [
+        ("User:alice", "READ")]

@@ -1,0 +1,487 @@
+"""``kafka-tiers acls add|list|remove``: a cluster's ACLs through its Kafka listeners
+(CreateAcls, DescribeAcls, DeleteAcls), with ``kafka-acls.sh``'s flag names, so the same
+commands work against an Apache Kafka cluster.
+
+The broker answers only when it has an authorizer (``authorizer.class.name``, e.g. ``acl``)
+and the caller may manage ACLs (ALTER on the cluster to add or remove, DESCRIBE to list: a
+super user, or an ACL granting it). ``--command-config FILE`` gives the client's security
+settings in Kafka's client property names, so an admin reaches a SASL_SSL listener:
+
+- ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism``
+  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), ``sasl.jaas.config`` (a PlainLoginModule or
+  ScramLoginModule line with ``username`` and ``password``) or librdkafka's
+  ``sasl.username`` / ``sasl.password``;
+- ``ssl.truststore.location`` (PEM, ``ssl.truststore.type=PEM``) or librdkafka's
+  ``ssl.ca.location``; ``ssl.keystore.location`` (PEM: key and certificate) or
+  ``ssl.certificate.location`` with ``ssl.key.location``; ``ssl.key.password``;
+  ``ssl.endpoint.identification.algorithm`` (empty: no host name check).
+
+Any other key is refused (one line naming it and the keys understood). Values are never
+printed; an error names the key only.
+
+Errors are one line (exit status 2): the broker's error name per refused entry
+(``SECURITY_DISABLED``: the broker has no authorizer; ``CLUSTER_AUTHORIZATION_FAILED``: the
+caller may not manage ACLs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import click
+
+from kafka_tiers.cli.output import FORMAT_OPTION, Seconds
+
+#: the seconds a command waits for the cluster by default
+DEFAULT_TIMEOUT = 15.0
+
+_RESOURCES = ("topic", "group", "cluster", "transactional_id")
+
+#: Kafka client property -> kafka-python client argument
+_CLIENT_KEYS = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.truststore.location": "ssl_cafile",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.keystore.location": "ssl_certfile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+}
+#: properties understood without an argument of their own
+_OTHER_KEYS = ("sasl.jaas.config", "ssl.truststore.type", "ssl.keystore.type",
+               "ssl.endpoint.identification.algorithm", "client.id")
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def client_settings(path: str | None) -> dict[str, Any]:
+    """The kafka-python client arguments of a ``--command-config`` file (see the module
+    docstring); ``{}`` without one.
+
+    Raises:
+        click.UsageError: an unknown key, a keystore or truststore type other than PEM, or
+            a ``sasl.jaas.config`` without username and password (the value never shown).
+    """
+    if not path:
+        return {}
+    from kafka_tiers.config import read_properties
+
+    props = read_properties(path)
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        value = value.strip()
+        if key in _CLIENT_KEYS:
+            out[_CLIENT_KEYS[key]] = value.upper() if key == "security.protocol" else value
+        elif key in ("ssl.truststore.type", "ssl.keystore.type"):
+            if value.upper() != "PEM":
+                raise click.UsageError(f"{path}: {key} must be PEM (Java keystores are not "
+                                       "read); convert the store to PEM files")
+        elif key == "sasl.jaas.config":
+            options = {k: bytes(v, "utf-8").decode("unicode_escape")
+                       for k, v in _JAAS_OPTION.findall(value)}
+            if "username" not in options or "password" not in options:
+                raise click.UsageError(f"{path}: sasl.jaas.config needs username=\"...\" "
+                                       "and password=\"...\"")
+            out["sasl_plain_username"] = options["username"]
+            out["sasl_plain_password"] = options["password"]
+        elif key == "ssl.endpoint.identification.algorithm":
+            out["ssl_check_hostname"] = bool(value)
+        elif key == "client.id":
+            out["client_id"] = value
+        else:
+            known = ", ".join(sorted([*_CLIENT_KEYS, *_OTHER_KEYS]))
+            raise click.UsageError(f"{path}: unknown client property {key!r}; understood: "
+                                   f"{known}")
+    if "ssl_certfile" in out and "ssl_keyfile" not in out:
+        out["ssl_keyfile"] = out["ssl_certfile"]  # a PEM keystore: the key and the chain
+    return out
+
+
+
+@contextlib.contextmanager
+def _kafka_errors(what: str) -> Iterator[None]:
+    """kafka-python's errors as one-line
+    :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError` naming ``what`` and Kafka's error
+    name (``SECURITY_DISABLED``, ``CLUSTER_AUTHORIZATION_FAILED``)."""
+    import kafka.errors as kerr
+
+    from kafka_tiers.api.errors import KafkaTiersError
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError
+
+    try:
+        yield
+    except KafkaTiersError:
+        raise
+    except kerr.KafkaError as exc:
+        name = getattr(exc, "message", None)
+        name = name if isinstance(name, str) and name.isupper() else ""
+        detail = " ".join(str(a) for a in exc.args if a).strip()
+        text = f"{name}: {detail}" if name and detail else name or detail
+        raise KafkaAdminError(f"{what}: {text or type(exc).__name__}", name) from None
+    except (OSError, ValueError) as exc:
+        raise KafkaAdminError(f"{what}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _admin(bootstrap: str, command_config: str | None, timeout: float) -> Iterator[Any]:
+    """kafka-python's admin client on ``bootstrap`` with the file's security settings; its
+    errors as one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
+    from kafka.admin import KafkaAdminClient
+
+    from kafka_tiers.cli.cluster import parse_bootstrap
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError, reachable
+
+    settings = client_settings(command_config)
+    servers = parse_bootstrap(bootstrap, "--bootstrap-server")
+    reachable(servers, min(timeout, 5.0))
+    ms = int(timeout * 1000)
+    settings.setdefault("client_id", "kafka-tiers-acls")
+    with _kafka_errors(f"connecting to {','.join(servers)}"):
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=ms,
+                                     bootstrap_timeout_ms=ms, **settings)
+        except TypeError as exc:  # kafka-python without one of the settings
+            raise KafkaAdminError(f"the client does not take a setting of "
+                                  f"{command_config}: {exc}") from None
+    try:
+        yield admin
+    finally:
+        with contextlib.suppress(Exception):
+            admin.close()
+
+
+def _operation(name: str) -> Any:
+    from kafka_tiers.api.authorizer import AclOperation
+
+    key = re.sub(r"[_\-\s]", "", name).lower()
+    for op in AclOperation:
+        if op.name.replace("_", "").lower() == key and op not in (AclOperation.UNKNOWN,
+                                                                   AclOperation.ANY):
+            return op
+    choices = "Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, " \
+        "AlterConfigs, IdempotentWrite, All"
+    raise click.BadParameter(f"unknown operation {name!r}; one of {choices}",
+                             param_hint="--operation")
+
+
+def _resources(topic: Sequence[str], group: Sequence[str], cluster: bool,
+               transactional_id: Sequence[str]) -> list[tuple[Any, str]]:
+    from kafka_tiers.api.authorizer import CLUSTER_NAME, ResourceType
+
+    found = [(ResourceType.TOPIC, t) for t in topic]
+    found += [(ResourceType.GROUP, g) for g in group]
+    found += [(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else []
+    found += [(ResourceType.TRANSACTIONAL_ID, t) for t in transactional_id]
+    return found
+
+
+def _entries(allow_principal: Sequence[str], deny_principal: Sequence[str],
+             allow_host: Sequence[str], deny_host: Sequence[str]) -> list[tuple[str, str, Any]]:
+    """(principal, host, permission) of the principal and host flags (a principal without
+    hosts: every host, ``*``)."""
+    from kafka_tiers.api.authorizer import AclPermissionType, KafkaPrincipal
+
+    out = []
+    for principals, hosts, perm in ((allow_principal, allow_host, AclPermissionType.ALLOW),
+                                    (deny_principal, deny_host, AclPermissionType.DENY)):
+        for p in principals:
+            try:
+                KafkaPrincipal.parse(p)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--allow-principal/"
+                                         "--deny-principal") from None
+            for h in hosts or ("*",):
+                out.append((p, h, perm))
+    return out
+
+
+def _pattern_type(text: str) -> Any:
+    from kafka_tiers.api.authorizer import PatternType
+
+    return PatternType[text.upper()]
+
+
+def _resource_options(fn: Any) -> Any:
+    options = [
+        click.option("--bootstrap-server", "bootstrap", required=True,
+                     metavar="HOST:PORT[,...]", help="The cluster's Kafka listeners."),
+        click.option("--command-config", type=click.Path(dir_okay=False),
+                     help="Client security settings (Kafka's client property names: "
+                     "security.protocol, sasl.*, ssl.*)."),
+        click.option("--topic", multiple=True, help="A topic (repeatable; '*': every topic)."),
+        click.option("--group", multiple=True, help="A consumer group (repeatable)."),
+        click.option("--cluster", is_flag=True, help="The cluster resource (kafka-cluster)."),
+        click.option("--transactional-id", "transactional_id", multiple=True,
+                     help="A transactional id (repeatable)."),
+        click.option("--timeout", type=Seconds(maximum=3600.0), default=DEFAULT_TIMEOUT,
+                     show_default=True,
+                     help="Seconds to wait for the cluster."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _entry_options(fn: Any) -> Any:
+    options = [
+        click.option("--allow-principal", multiple=True, metavar="TYPE:NAME",
+                     help="Principal allowed (User:alice; User:* for everyone; repeatable)."),
+        click.option("--deny-principal", multiple=True, metavar="TYPE:NAME",
+                     help="Principal denied (repeatable)."),
+        click.option("--allow-host", multiple=True,
+                     help="Host (IP) the allowed principals may connect from (default *)."),
+        click.option("--deny-host", multiple=True,
+                     help="Host (IP) the denied principals are denied from (default *)."),
+        click.option("--operation", multiple=True,
+                     help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+                     "DescribeConfigs, AlterConfigs, IdempotentWrite, All (repeatable)."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _row(b: Any) -> dict[str, str]:
+    p, e = b.pattern, b.entry
+    return {"resource_type": p.resource_type.name, "pattern_type": p.pattern_type.name,
+            "name": p.name, "principal": e.principal, "host": e.host,
+            "operation": e.operation.name, "permission_type": e.permission_type.name}
+
+
+def _from_kp(a: Any) -> Any:
+    """A kafka-python ACL as our AclBinding."""
+    from kafka_tiers.api.authorizer import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    rp = a.resource_pattern
+    return AclBinding(ResourcePattern(ResourceType(int(rp.resource_type)), rp.resource_name,
+                                      PatternType(int(rp.pattern_type))),
+                      AccessControlEntry(a.principal, a.host, AclOperation(int(a.operation)),
+                                         AclPermissionType(int(a.permission_type))))
+
+
+def _to_kp_filter(rtype: Any, name: str | None, ptype: Any, principal: str | None,
+                  host: str | None, op: Any, perm: Any) -> Any:
+    from kafka.admin import _acls as kp
+
+    return kp.ACLFilter(principal, host, kp.ACLOperation(int(op)),
+                        kp.ACLPermissionType(int(perm)),
+                        kp.ResourcePatternFilter(kp.ResourceType(int(rtype)), name,
+                                                 kp.ACLResourcePatternType(int(ptype))))
+
+
+def _show(rows: list[dict[str, str]], fmt: str, key: str, empty: str) -> None:
+    from kafka_tiers.cli.output import console, emit_json
+
+    if fmt == "json":
+        emit_json({key: rows})
+        return
+    if not rows:
+        click.echo(empty)
+        return
+    from rich.table import Table
+
+    table = Table(box=None)
+    for col in ("resource_type", "pattern_type", "name", "principal", "host", "operation",
+                "permission_type"):
+        table.add_column(col.upper().replace("_TYPE", ""))
+    for r in rows:
+        table.add_row(*(r[c] for c in ("resource_type", "pattern_type", "name", "principal",
+                                        "host", "operation", "permission_type")))
+    console().print(table)
+
+
+@click.group()
+def acls() -> None:
+    """Add, list and remove a cluster's ACLs (Kafka's kafka-acls.sh, over its listeners).
+
+    \b
+    Examples:
+      kafka-tiers acls add --bootstrap-server 127.0.0.1:9092 \\
+          --allow-principal User:alice --operation Read --topic orders
+      kafka-tiers acls add --bootstrap-server 127.0.0.1:9092 --allow-principal User:bob \\
+          --operation Write --topic orders- --resource-pattern-type prefixed
+      kafka-tiers acls list --bootstrap-server 127.0.0.1:9092 --topic orders --format json
+      kafka-tiers acls remove --bootstrap-server 127.0.0.1:9092 --topic orders \\
+          --allow-principal User:alice --command-config admin.properties
+    """
+
+
+@acls.command("add")
+@_resource_options
+@_entry_options
+@click.option("--resource-pattern-type", type=click.Choice(["literal", "prefixed"],
+              case_sensitive=False), default="literal", show_default=True,
+              help="literal: the names exactly ('*': all); prefixed: names starting so.")
+@FORMAT_OPTION
+def add(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+        group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
+        timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
+        allow_host: tuple[str, ...], deny_host: tuple[str, ...], operation: tuple[str, ...],
+        resource_pattern_type: str, fmt: str) -> None:
+    """Add ACLs: each principal x host x operation on each resource given.
+
+    Operations default to All. The operations a resource type takes are Kafka's (a group:
+    Read, Describe, Delete; the cluster: Create, ClusterAction, DescribeConfigs,
+    AlterConfigs, IdempotentWrite, Alter, Describe; a transactional id: Describe, Write).
+    """
+    from kafka.admin import _acls as kp
+
+    from kafka_tiers.api.authorizer import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        ResourcePattern,
+    )
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError
+    from kafka_tiers.kafka.security.acl_authorizer import SUPPORTED_OPERATIONS, binding_problem
+
+    resources = _resources(topic, group, cluster, transactional_id)
+    if not resources:
+        raise click.UsageError("name a resource: --topic, --group, --cluster or "
+                               "--transactional-id")
+    entries = _entries(allow_principal, deny_principal, allow_host, deny_host)
+    if not entries:
+        raise click.UsageError("name a principal: --allow-principal or --deny-principal")
+    ops = [_operation(o) for o in operation] or [AclOperation.ALL]
+    ptype = _pattern_type(resource_pattern_type)
+    bindings = []
+    for rtype, name in resources:
+        for op in ops:
+            if op != AclOperation.ALL and op not in SUPPORTED_OPERATIONS[rtype]:
+                supported = ", ".join(sorted(o.name for o in SUPPORTED_OPERATIONS[rtype]))
+                raise click.UsageError(f"{rtype.name} does not take operation {op.name} "
+                                       f"(it takes {supported}, ALL)")
+            for principal, host, perm in entries:
+                b = AclBinding(ResourcePattern(rtype, name, ptype),
+                               AccessControlEntry(principal, host, op, perm))
+                problem = binding_problem(b)
+                if problem is not None:
+                    raise click.UsageError(problem)
+                bindings.append(b)
+    wanted = [kp.ACL(b.entry.principal, b.entry.host, kp.ACLOperation(int(b.entry.operation)),
+                     kp.ACLPermissionType(int(b.entry.permission_type)),
+                     kp.ResourcePattern(kp.ResourceType(int(b.pattern.resource_type)),
+                                        b.pattern.name,
+                                        kp.ACLResourcePatternType(int(b.pattern.pattern_type))))
+              for b in bindings]
+    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("CreateAcls"):
+        result = admin.create_acls(wanted)
+    if result["failed"]:
+        names = sorted({getattr(e, "message", None) or getattr(e, "__name__", str(e))
+                        for e in result["failed"]})
+        raise KafkaAdminError(f"CreateAcls: {len(result['failed'])} of {len(wanted)} ACLs "
+                              f"refused: {', '.join(names)}", names[0])
+    rows = [_row(b) for b in bindings]
+    if fmt == "json":
+        _show(rows, fmt, "created", "")
+    else:
+        click.echo(f"created {len(rows)} ACL(s)")
+        _show(rows, fmt, "created", "")
+
+
+def _filters(topic: Sequence[str], group: Sequence[str], cluster: bool,
+             transactional_id: Sequence[str], ptype_text: str | None,
+             entries: list[tuple[str | None, str | None, Any]], ops: list[Any]) -> list[Any]:
+    from kafka_tiers.api.authorizer import PatternType, ResourceType
+
+    resources: list[tuple[Any, str | None]] = list(
+        _resources(topic, group, cluster, transactional_id))
+    if not resources:
+        resources = [(ResourceType.ANY, None)]
+    if ptype_text is not None:
+        ptype = _pattern_type(ptype_text)
+    else:
+        ptype = PatternType.ANY if resources[0][1] is None else PatternType.LITERAL
+    return [_to_kp_filter(rtype, name, ptype, principal, host, op, perm)
+            for rtype, name in resources for principal, host, perm in entries for op in ops]
+
+
+_PATTERN_FILTER = click.option(
+    "--resource-pattern-type", type=click.Choice(["literal", "prefixed", "any", "match"],
+                                                  case_sensitive=False),
+    help="literal (the default with a resource), prefixed, any (the default without one), "
+    "or match (every ACL that applies to the named resource).")
+
+
+@acls.command("list")
+@_resource_options
+@_PATTERN_FILTER
+@click.option("--principal", help="Only the ACLs of this principal (TYPE:NAME).")
+@FORMAT_OPTION
+def list_(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+          group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
+          timeout: float, resource_pattern_type: str | None, principal: str | None,
+          fmt: str) -> None:
+    """List ACLs: all, or those of the resources (and principal) given."""
+    from kafka_tiers.api.authorizer import AclOperation, AclPermissionType
+
+    filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
+                       [(principal, None, AclPermissionType.ANY)], [AclOperation.ANY])
+    found: list[Any] = []
+    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("DescribeAcls"):
+        for flt in filters:
+            listed, _ = admin.describe_acls(flt)
+            found.extend(_from_kp(a) for a in listed)
+    rows = sorted({tuple(_row(b).items()): _row(b) for b in found}.values(),
+                  key=lambda r: tuple(r.values()))
+    _show(rows, fmt, "acls", "no ACLs")
+
+
+@acls.command("remove")
+@_resource_options
+@_entry_options
+@_PATTERN_FILTER
+@FORMAT_OPTION
+def remove(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+           group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
+           timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
+           allow_host: tuple[str, ...], deny_host: tuple[str, ...],
+           operation: tuple[str, ...], resource_pattern_type: str | None, fmt: str) -> None:
+    """Remove the ACLs of the resources given: all of them, or only those of the principals,
+    hosts and operations given."""
+    from kafka_tiers.api.authorizer import AclOperation, AclPermissionType
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError
+
+    if not _resources(topic, group, cluster, transactional_id):
+        raise click.UsageError("name a resource: --topic, --group, --cluster or "
+                               "--transactional-id")
+    entries: list[tuple[str | None, str | None, Any]] = list(
+        _entries(allow_principal, deny_principal, allow_host, deny_host))
+    if not entries:
+        entries = [(None, None, AclPermissionType.ANY)]
+    elif not (allow_host or deny_host):
+        entries = [(p, None, perm) for p, _h, perm in entries]  # any host
+    ops = [_operation(o) for o in operation] or [AclOperation.ANY]
+    filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
+                       entries, ops)
+    removed: list[Any] = []
+    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("DeleteAcls"):
+        results = admin.delete_acls(filters)
+    for _flt, matched, error in results:
+        if getattr(error, "errno", 0):
+            name = getattr(error, "message", None) or error.__name__
+            raise KafkaAdminError(f"DeleteAcls: {name}", name)
+        removed.extend(_from_kp(a) for a in matched)
+    rows = [_row(b) for b in removed]
+    if fmt == "json":
+        _show(rows, fmt, "removed", "")
+    else:
+        click.echo(f"removed {len(rows)} ACL(s)")
+        if rows:
+            _show(rows, fmt, "removed", "")
+
+
+__all__ = ["acls", "client_settings"]
