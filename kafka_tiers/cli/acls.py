@@ -380,7 +380,7 @@ def add(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
     with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("CreateAcls"):
         result = admin.create_acls(wanted)
     if result["failed"]:
-        names = sorted({getattr(e, "message", None) or getattr(e, "__name__", str(e))
+        names = sorted({str(getattr(e, "message", None) or getattr(e, "__name__", e))
                         for e in result["failed"]})
         raise KafkaAdminError(f"CreateAcls: {len(result['failed'])} of {len(wanted)} ACLs "
                               f"refused: {', '.join(names)}", names[0])

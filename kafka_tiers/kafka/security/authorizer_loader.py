@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kafka_tiers.api.authorizer import AUTHORIZER_GROUP, Authorizer
 from kafka_tiers.api.errors import ConfigError, PluginError
@@ -86,7 +86,7 @@ def load_authorizer(config: Mapping[str, Any]) -> Authorizer | None:
         _close_quietly(authorizer)
         raise PluginError(f"{label} failed to configure: {type(exc).__name__}: {exc}",
                           plugin=name, cause="configure failed") from None
-    return authorizer  # type: ignore[no-any-return]
+    return cast(Authorizer, authorizer)  # resolve_class checked the interface
 
 
 def start_authorizer(server: KafkaServer) -> Authorizer | None:
