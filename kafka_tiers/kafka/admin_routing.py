@@ -12,6 +12,11 @@ them:
   no longer the controller (never forwarded twice), every entry is answered
   ``NOT_CONTROLLER``: clients (librdkafka, kafka-python) refresh their metadata and retry.
 
+Authorization happens on the broker the client sent the request to, with the client's
+principal, before anything is forwarded: entries the principal may not change are answered
+there and never reach the controller; when some entries were held back the request is
+forwarded with the others only (:func:`forward_entries`) and the answers merged.
+
 :func:`admin_error` gives the ``(code, message)`` of an exception raised while serving one
 entry: :func:`kafka_tiers.kafka.errors.error_of`, plus the bound refusals of
 :mod:`kafka_tiers.placement.limits` (which name their Kafka error).
@@ -88,6 +93,25 @@ def forward_to_controller(ctx: RequestContext, request: Any, timeout_s: float) -
         NotControllerError: no controller is known, it does not advertise this listener, it
             cannot be reached in time, or this request was forwarded already.
     """
+    return RawBody([_forward(ctx, request, timeout_s)[0]])
+
+
+def forward_entries(ctx: RequestContext, request: Any, timeout_s: float, entries: str,
+                    kept: list[Any], results: str) -> list[Any]:
+    """Forward ``request`` with only ``kept`` as its ``entries`` field (the entries this
+    broker did not answer itself, e.g. those the principal may change) and return the
+    controller's answers: the decoded response's ``results`` field, for the handler to merge
+    with its own answers.
+
+    Raises:
+        NotControllerError: as :func:`forward_to_controller`.
+    """
+    setattr(request, entries, kept)
+    return list(getattr(_forward(ctx, request, timeout_s)[1], results))
+
+
+def _forward(ctx: RequestContext, request: Any, timeout_s: float) -> tuple[bytes, Any]:
+    """The controller's response body (after its header) and the body decoded."""
     client_id = ctx.header.client_id or ""
     if client_id.startswith(FORWARDED_CLIENT_PREFIX):
         raise NotControllerError(f"broker {ctx.broker.broker_id} is not the controller (any "
@@ -119,13 +143,13 @@ def forward_to_controller(ctx: RequestContext, request: Any, timeout_s: float) -
     try:  # the body is checked to decode, then passed on as the controller's bytes
         head = io.BytesIO(body)
         correlation = cls.parse_header(head, version=version).correlation_id
-        cls.decode(body[head.tell():], version=version)
+        decoded = cls.decode(body[head.tell():], version=version)
     except Exception as exc:
         raise NotControllerError(f"the controller's answer does not decode: {exc}") from None
     if correlation != 1:
         raise NotControllerError(f"the controller answered correlation id {correlation}, "
                                  "not 1")
-    return RawBody([body[head.tell():]])
+    return body[head.tell():], decoded
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -148,4 +172,5 @@ def request_timeout_s(ctx: RequestContext, timeout_ms: int | None) -> float:
 
 
 __all__ = ["FORWARDED_CLIENT_PREFIX", "NotControllerError", "admin_error",
-           "for_code_by_name", "forward_to_controller", "is_local", "request_timeout_s"]
+           "for_code_by_name", "forward_entries", "forward_to_controller", "is_local",
+           "request_timeout_s"]

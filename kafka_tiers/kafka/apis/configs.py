@@ -21,6 +21,11 @@ Broker resources
     (the resource name is its id; the empty name, the cluster-wide dynamic defaults, has none
     here). The broker config is static: every alter of a broker resource is refused with
     ``POLICY_VIOLATION`` naming ``server.properties``.
+Authorization (Kafka's)
+    describing needs DESCRIBE_CONFIGS, altering ALTER_CONFIGS, on the topic (else
+    ``TOPIC_AUTHORIZATION_FAILED``) or, for a broker resource, on the cluster (else
+    ``CLUSTER_AUTHORIZATION_FAILED``); each resource on its own. An alter is checked on the
+    broker the client asked: denied resources are answered there and never forwarded.
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_tiers.api import ConfigError, Secret
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.broker.topics import TOPIC_CONFIG_KEYS
 from kafka_tiers.config import Bool, Choice, ConfigKey, Int, List, all_keys
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
     admin_error,
+    forward_entries,
     forward_to_controller,
     is_local,
     request_timeout_s,
@@ -50,6 +57,11 @@ from kafka_tiers.kafka.errors import (
     KafkaApiError,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+)
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 from kafka_tiers.remote.config import TOPIC_KEYS as TIERING_TOPIC_KEYS
@@ -224,10 +236,14 @@ def describe_configs(ctx: RequestContext, request: Any) -> Any:
         too_many = None
     except LimitExceededError as exc:
         too_many = exc
-    for res in request.resources:
+    denied = _denied(ctx, request.resources, AclOperation.DESCRIBE_CONFIGS) \
+        if too_many is None else {}
+    for i, res in enumerate(request.resources):
         keys = res.configuration_keys
-        if too_many is not None:
-            results.append(Result(error_code=INVALID_REQUEST, error_message=str(too_many),
+        if too_many is not None or i in denied:
+            code, message = (INVALID_REQUEST, str(too_many)) if too_many is not None \
+                else denied[i]
+            results.append(Result(error_code=code, error_message=message,
                                   resource_type=res.resource_type,
                                   resource_name=res.resource_name, configs=[]))
             continue
@@ -273,6 +289,29 @@ def _describe(ctx: RequestContext, rtype: int, name: str, keys: Sequence[str] | 
                         "brokers: 4)")
 
 
+def _denied(ctx: RequestContext, resources: Sequence[Any], operation: AclOperation
+            ) -> dict[int, tuple[int, str]]:
+    """The answers of the resources (by index) the principal may not ``operation``: topics
+    on the topic, brokers on the cluster (Kafka's rule); other types are not checked here
+    (they are refused as not served)."""
+    topics = [r.resource_name for r in resources if r.resource_type == TOPIC_RESOURCE]
+    allowed = allowed_names(ctx, operation, ResourceType.TOPIC, topics)
+    cluster = None
+    out: dict[int, tuple[int, str]] = {}
+    for i, r in enumerate(resources):
+        if r.resource_type == TOPIC_RESOURCE and r.resource_name not in allowed:
+            out[i] = (TOPIC_AUTHORIZATION_FAILED, f"{ctx.principal} may not {operation.name} "
+                      f"of topic {r.resource_name!r} ({operation.name} on the topic is needed)")
+        elif r.resource_type == BROKER_RESOURCE:
+            if cluster is None:
+                cluster = ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+            if not cluster:
+                out[i] = (CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} may not "
+                          f"{operation.name} of broker {r.resource_name!r} ({operation.name} "
+                          "on the cluster is needed)")
+    return out
+
+
 # ---------------------------------------------------------------------- alters
 
 def _refuse_broker_alter(ctx: RequestContext, name: str) -> None:
@@ -313,13 +352,25 @@ def _alter_all(ctx: RequestContext, request: Any, key: int,
                               topics=True)
     except LimitExceededError as exc:
         return _answer(ctx, key, [(r, INVALID_REQUEST, str(exc)) for r in request.resources])
-    if not is_local(ctx) and any(r.resource_type == TOPIC_RESOURCE for r in request.resources):
+    resources = list(request.resources)
+    denied = _denied(ctx, resources, AclOperation.ALTER_CONFIGS)
+    kept = [r for i, r in enumerate(resources) if i not in denied]
+    held: list[tuple[Any, int, str | None]] = [(resources[i], *denied[i]) for i in denied]
+    if not is_local(ctx) and any(r.resource_type == TOPIC_RESOURCE for r in kept):
+        timeout_s = request_timeout_s(ctx, None)
         try:
-            return forward_to_controller(ctx, request, request_timeout_s(ctx, None))
+            if not denied:
+                return forward_to_controller(ctx, request, timeout_s)
+            forwarded = forward_entries(ctx, request, timeout_s, "resources", kept,
+                                        "responses")
         except NotControllerError as exc:
-            return _answer(ctx, key, [(r, NOT_CONTROLLER, str(exc)) for r in request.resources])
+            return _answer(ctx, key, [*held, *((r, NOT_CONTROLLER, str(exc)) for r in kept)])
+        return _answer(ctx, key, held, forwarded)
     rows: list[tuple[Any, int, str | None]] = []
-    for res in request.resources:
+    for i, res in enumerate(resources):
+        if i in denied:
+            rows.append((res, *denied[i]))
+            continue
         try:
             if res.resource_type == TOPIC_RESOURCE:
                 _alter_topic(ctx, res.resource_name, topic_compute(res), validate_only)
@@ -335,11 +386,13 @@ def _alter_all(ctx: RequestContext, request: Any, key: int,
     return _answer(ctx, key, rows)
 
 
-def _answer(ctx: RequestContext, key: int, rows: list[tuple[Any, int, str | None]]) -> Any:
+def _answer(ctx: RequestContext, key: int, rows: list[tuple[Any, int, str | None]],
+            forwarded: list[Any] | None = None) -> Any:
+    """The response: ``forwarded`` (the controller's answers, decoded), then ``rows``."""
     Resp = codec.RESPONSES[key].AlterConfigsResourceResponse
-    return ctx.response(throttle_time_ms=0, responses=[
+    return ctx.response(throttle_time_ms=0, responses=[*(forwarded or []), *(
         Resp(error_code=code, error_message=message, resource_type=res.resource_type,
-             resource_name=res.resource_name) for res, code, message in rows])
+             resource_name=res.resource_name) for res, code, message in rows)])
 
 
 def _no_duplicates(names: Sequence[str], topic: str) -> None:

@@ -16,8 +16,12 @@ Per topic (a topic named twice is answered once, ``INVALID_REQUEST``):
 - an internal topic (``__consumer_offsets``) is ``INVALID_REQUEST``: its partition count is
   fixed (:mod:`kafka_tiers.kafka.internal_topics`; stricter than Kafka).
 
+Authorization (Kafka's): ALTER on each topic, else ``TOPIC_AUTHORIZATION_FAILED`` (checked
+after the duplicates, before the topic is looked up).
+
 Any broker accepts the request; a cluster member that is not the controller forwards it
-(:mod:`kafka_tiers.kafka.admin_routing`).
+(:mod:`kafka_tiers.kafka.admin_routing`) after checking the client's permissions: topics it
+may not alter are answered there and not forwarded.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
     admin_error,
+    forward_entries,
     forward_to_controller,
     is_local,
     request_timeout_s,
@@ -43,6 +49,7 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 
@@ -54,16 +61,27 @@ def create_partitions(ctx: RequestContext, request: Any) -> Any:
         check_request_entries(ctx.config, list(request.topics), "topics", topics=True)
     except LimitExceededError as exc:
         return _answer(ctx, [(t.name, INVALID_REQUEST, str(exc)) for t in request.topics])
+    names = [t.name for t in request.topics]
+    alterable = allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC,
+                              (n for n in names if names.count(n) == 1))
+    denied: list[tuple[str, int, str | None]] = [
+        (t.name, TOPIC_AUTHORIZATION_FAILED, _denial(ctx, t.name))
+        for t in request.topics if names.count(t.name) == 1 and t.name not in alterable]
     if not is_local(ctx):
+        timeout_s = request_timeout_s(ctx, timeout_ms)
+        kept = [t for t in request.topics if t.name in alterable or names.count(t.name) > 1]
         try:
-            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
+            if not denied:
+                return forward_to_controller(ctx, request, timeout_s)
+            forwarded = forward_entries(ctx, request, timeout_s, "topics", kept,
+                                        "results") if kept else []
         except NotControllerError as exc:
-            return _answer(ctx, [(t.name, NOT_CONTROLLER, str(exc)) for t in request.topics])
+            return _answer(ctx, [*denied, *((t.name, NOT_CONTROLLER, str(exc)) for t in kept)])
+        return _answer(ctx, denied, forwarded)
     validate_only = bool(request.validate_only)
     wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else \
         int(ctx.config["request.timeout.ms"]) / 1000.0
     deadline = time.monotonic() + wait_s
-    names = [t.name for t in request.topics]
     rows: list[tuple[str, int, str | None]] = []
     seen: set[str] = set()
     for t in request.topics:
@@ -73,6 +91,9 @@ def create_partitions(ctx: RequestContext, request: Any) -> Any:
         if names.count(t.name) > 1:
             rows.append((t.name, INVALID_REQUEST, f"topic {t.name} is named more than once in "
                          "the request"))
+            continue
+        if t.name not in alterable:
+            rows.append((t.name, TOPIC_AUTHORIZATION_FAILED, _denial(ctx, t.name)))
             continue
         try:
             _grow(ctx, t, validate_only, deadline)
@@ -117,11 +138,18 @@ def _grow(ctx: RequestContext, t: Any, validate_only: bool, deadline: float) -> 
         wait_for_leaders(ctx, name, total, deadline)
 
 
-def _answer(ctx: RequestContext, rows: list[tuple[str, int, str | None]]) -> Any:
+def _denial(ctx: RequestContext, name: str) -> str:
+    return (f"{ctx.principal} may not add partitions to topic {name!r} (ALTER on the topic "
+            "is needed)")
+
+
+def _answer(ctx: RequestContext, rows: list[tuple[str, int, str | None]],
+            forwarded: list[Any] | None = None) -> Any:
+    """The response: ``forwarded`` (the controller's answers, decoded), then ``rows``."""
     Result = codec.RESPONSES[37].CreatePartitionsTopicResult
-    return ctx.response(throttle_time_ms=0, results=[
+    return ctx.response(throttle_time_ms=0, results=[*(forwarded or []), *(
         Result(name=name, error_code=code, error_message=message)
-        for name, code, message in rows])
+        for name, code, message in rows)])
 
 
 __all__ = ["create_partitions"]

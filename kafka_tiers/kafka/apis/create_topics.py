@@ -21,8 +21,13 @@ Per topic, in request order (a name given twice is answered once, ``INVALID_REQU
 - v5+ answers carry the topic's partitions, replication factor and configs (as
   DescribeConfigs shows them), v7 its topic id.
 
+Authorization (Kafka's): CREATE on the cluster, or on each topic (else
+``TOPIC_AUTHORIZATION_FAILED``); the configs of the answer need DESCRIBE_CONFIGS on the topic
+(else none, and ``topic_config_error_code`` ``TOPIC_AUTHORIZATION_FAILED``).
+
 Any broker accepts the request; a cluster member that is not the controller forwards it
-(:mod:`kafka_tiers.kafka.admin_routing`).
+(:mod:`kafka_tiers.kafka.admin_routing`), after checking the client's permissions: topics it
+may not create are answered there and not forwarded.
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api import ConfigError
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.cluster.transport import ApiError, ErrorCode
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
     admin_error,
+    forward_entries,
     forward_to_controller,
     is_local,
     request_timeout_s,
@@ -54,6 +61,7 @@ from kafka_tiers.kafka.errors import (
     KafkaApiError,
 )
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id
 from kafka_tiers.log.names import validate_topic
 from kafka_tiers.placement.limits import LimitExceededError, as_count, check_request_entries
@@ -193,21 +201,47 @@ def create_topics(ctx: RequestContext, request: Any) -> Any:
     except LimitExceededError as exc:
         return _answer(ctx, [(t.name, INVALID_REQUEST, str(exc), None)
                              for t in _distinct(request.topics)])
+    names = [t.name for t in request.topics]
+    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
+                     log_if_denied=False):
+        creatable = set(names)
+    else:
+        creatable = allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    configs_shown = allowed_names(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                  names, log_if_denied=False)
+    denied: list[tuple[str, int, str | None, Created | None]] = [
+        (t.name, TOPIC_AUTHORIZATION_FAILED, _denial(ctx, t.name), None)
+        for t in _distinct(request.topics)
+        if t.name not in creatable and names.count(t.name) == 1]
     if not is_local(ctx):
+        timeout_s = request_timeout_s(ctx, timeout_ms)
         try:
-            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
+            if not denied and configs_shown.issuperset(names):
+                return forward_to_controller(ctx, request, timeout_s)
+            kept = [t for t in request.topics if t.name in creatable
+                    or names.count(t.name) > 1]
+            forwarded = forward_entries(ctx, request, timeout_s, "topics", kept,
+                                        "topics") if kept else []
         except NotControllerError as exc:
-            return _answer(ctx, [(t.name, NOT_CONTROLLER, str(exc), None)
-                                 for t in _distinct(request.topics)])
+            return _answer(ctx, [*denied, *((t.name, NOT_CONTROLLER, str(exc), None)
+                                            for t in _distinct(request.topics)
+                                            if t.name in creatable
+                                            or names.count(t.name) > 1)])
+        for r in forwarded:  # the configs as this client may see them
+            if r.name not in configs_shown and r.error_code == 0 and ctx.version >= 5:
+                r.configs, r.topic_config_error_code = None, TOPIC_AUTHORIZATION_FAILED
+        return _answer(ctx, denied, validate_only, configs_shown, forwarded)
     wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else int(ctx.config["request.timeout.ms"]) \
         / 1000.0
     deadline = time.monotonic() + wait_s
-    names = [t.name for t in request.topics]
     rows: list[tuple[str, int, str | None, Created | None]] = []
     for t in _distinct(request.topics):
         if names.count(t.name) > 1:
             rows.append((t.name, INVALID_REQUEST, f"topic {t.name} is given more than once "
                          "in the request", None))
+            continue
+        if t.name not in creatable:
+            rows.append((t.name, TOPIC_AUTHORIZATION_FAILED, _denial(ctx, t.name), None))
             continue
         try:
             created = _create_one(ctx, t, validate_only, deadline)
@@ -216,7 +250,12 @@ def create_topics(ctx: RequestContext, request: Any) -> Any:
             rows.append((t.name, code, message, None))
             continue
         rows.append((t.name, 0, None, created))
-    return _answer(ctx, rows, validate_only)
+    return _answer(ctx, rows, validate_only, configs_shown)
+
+
+def _denial(ctx: RequestContext, name: str) -> str:
+    return (f"{ctx.principal} may not create topic {name!r} (CREATE on the cluster or on the "
+            "topic is needed)")
 
 
 def _distinct(topics: Any) -> list[Any]:
@@ -231,19 +270,27 @@ def _distinct(topics: Any) -> list[Any]:
 
 def _answer(ctx: RequestContext,
             rows: list[tuple[str, int, str | None, Created | None]],
-            validate_only: bool = False) -> Any:
+            validate_only: bool = False, configs_shown: set[str] | None = None,
+            forwarded: list[Any] | None = None) -> Any:
+    """The response: ``forwarded`` (the controller's answers, decoded), then ``rows``; a
+    topic not in ``configs_shown`` (None: every topic) is answered without its configs."""
     Result = codec.RESPONSES[19].CreatableTopicResult
     Config = Result.CreatableTopicConfigs
-    out = []
+    out = list(forwarded or [])
     for name, code, message, created in rows:
         fields: dict[str, Any] = {"name": name, "error_code": code, "error_message": message,
                                   "topic_id": ZERO_UUID, "num_partitions": -1,
                                   "replication_factor": -1, "configs": None}
+        hidden = configs_shown is not None and name not in configs_shown
+        if hidden and ctx.version >= 5 and code in (0, TOPIC_AUTHORIZATION_FAILED):
+            fields["topic_config_error_code"] = TOPIC_AUTHORIZATION_FAILED
         if code == 0 and created is not None and ctx.version >= 5:
             fields["num_partitions"], fields["replication_factor"], config = created
-            fields["configs"] = [Config(name=e.name, value=e.value, read_only=e.read_only,
-                                        config_source=e.source, is_sensitive=e.sensitive)
-                                 for e in topic_entries(ctx.config, config)]
+            if not hidden:
+                fields["configs"] = [Config(name=e.name, value=e.value,
+                                            read_only=e.read_only, config_source=e.source,
+                                            is_sensitive=e.sensitive)
+                                     for e in topic_entries(ctx.config, config)]
             if not validate_only:
                 fields["topic_id"] = topic_id(ctx.broker, name) or ZERO_UUID
         out.append(Result(**fields))

@@ -12,7 +12,8 @@ offset, or ``timeout_ms`` passed (``REQUEST_TIMED_OUT``; the deletion stands). `
 is then the lowest log start offset of those replicas; an offset at or below the current log
 start offset changes nothing.
 
-Errors: ``OFFSET_OUT_OF_RANGE`` (negative but -1, or above the high watermark),
+Errors: ``TOPIC_AUTHORIZATION_FAILED`` without DELETE on the topic (checked first, as Kafka),
+``OFFSET_OUT_OF_RANGE`` (negative but -1, or above the high watermark),
 ``NOT_LEADER_OR_FOLLOWER`` (the client re-routes), ``UNKNOWN_TOPIC_OR_PARTITION``,
 ``KAFKA_STORAGE_ERROR`` (the replica's log dir is offline), ``INVALID_REQUEST`` for every
 partition of a request naming more than ``max.request.partitions``, ``INVALID_TOPIC_EXCEPTION``
@@ -26,12 +27,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.internal_topics import Operation, refusal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.placement.limits import check_request_entries
 
 
@@ -51,7 +54,12 @@ def delete_records(ctx: RequestContext, request: Any) -> Any:
         asked = []
     timeout_s = max(int(request.timeout_ms), 0) / 1000.0
     deadline = time.monotonic() + timeout_s
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC,
+                              (topic for (topic, _), _ in asked))
     for key, offset in asked:  # one timeout for the whole request, as Kafka's
+        if key[0] not in deletable:
+            results[key] = (-1, TOPIC_AUTHORIZATION_FAILED)
+            continue
         tp, refused = topic_partition_or_error(*key)
         refused = refused or refusal(key[0], Operation.DELETE_RECORDS)
         if tp is None or refused is not None:

@@ -14,6 +14,11 @@ Topics are named (v1-5: ``topic_names``; v6: ``topics`` by name or by topic id).
 - ``timeout_ms`` bounds the wait for the deletion (``REQUEST_TIMED_OUT`` past it; the
   deletion goes on).
 
+Authorization (Kafka's): DELETE on each topic (else ``TOPIC_AUTHORIZATION_FAILED``, whether or
+not it exists); a topic named by id also needs DESCRIBE, else its name is not returned
+(``TOPIC_AUTHORIZATION_FAILED`` with the id only). Checked on the broker the client asked,
+before anything is forwarded.
+
 Any broker accepts the request; a cluster member that is not the controller forwards it
 (:mod:`kafka_tiers.kafka.admin_routing`).
 """
@@ -24,10 +29,12 @@ import time
 import uuid
 from typing import Any
 
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
     NotControllerError,
     admin_error,
+    forward_entries,
     forward_to_controller,
     is_local,
     request_timeout_s,
@@ -41,6 +48,7 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.internal_topics import UNDELETABLE_TOPICS, Operation, refusal
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id, topic_name
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
@@ -65,15 +73,6 @@ def delete_topics(ctx: RequestContext, request: Any) -> Any:
         check_request_entries(ctx.config, wanted, "topics", topics=True)
     except LimitExceededError as exc:
         return _answer(ctx, [(n, i, INVALID_REQUEST, str(exc)) for n, i in wanted])
-    if not is_local(ctx):
-        try:
-            return forward_to_controller(ctx, request, request_timeout_s(ctx, timeout_ms))
-        except NotControllerError as exc:
-            return _answer(ctx, [(n, i, NOT_CONTROLLER, str(exc)) for n, i in wanted])
-    wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else \
-        int(ctx.config["request.timeout.ms"]) / 1000.0
-    deadline = time.monotonic() + wait_s
-    rows: list[tuple[str | None, uuid.UUID, int, str | None]] = []
     resolved: list[tuple[str | None, uuid.UUID, str | None]] = []
     for name, tid in wanted:
         if name is None and tid.int != 0:
@@ -81,9 +80,29 @@ def delete_topics(ctx: RequestContext, request: Any) -> Any:
             resolved.append((None, tid, name_of_id))
         else:
             resolved.append((name, tid, name))
+    denied = _denied(ctx, resolved)
+    if not is_local(ctx):
+        timeout_s = request_timeout_s(ctx, timeout_ms)
+        try:
+            if not denied:
+                return forward_to_controller(ctx, request, timeout_s)
+            kept = [e for i, e in enumerate(_entries(ctx, request)) if i not in denied]
+            forwarded = forward_entries(ctx, request, timeout_s, _field(ctx), kept,
+                                        "responses") if kept else []
+        except NotControllerError as exc:
+            return _answer(ctx, [denied.get(i, (n, t, NOT_CONTROLLER, str(exc)))
+                                 for i, (n, t) in enumerate(wanted)])
+        return _answer(ctx, list(denied.values()), forwarded)
+    wait_s = timeout_ms / 1000.0 if timeout_ms > 0 else \
+        int(ctx.config["request.timeout.ms"]) / 1000.0
+    deadline = time.monotonic() + wait_s
+    rows: list[tuple[str | None, uuid.UUID, int, str | None]] = []
     targets = [t for _, _, t in resolved if t is not None]
     done: set[str] = set()
-    for asked, tid, name in resolved:
+    for i, (asked, tid, name) in enumerate(resolved):
+        if i in denied:
+            rows.append(denied[i])
+            continue
         if name is None:
             rows.append((asked, tid, UNKNOWN_TOPIC_ID if asked is None else
                          UNKNOWN_TOPIC_OR_PARTITION,
@@ -108,6 +127,37 @@ def delete_topics(ctx: RequestContext, request: Any) -> Any:
     return _answer(ctx, rows)
 
 
+def _field(ctx: RequestContext) -> str:
+    """The request's field of topics at this version."""
+    return "topics" if ctx.version >= 6 else "topic_names"
+
+
+def _entries(ctx: RequestContext, request: Any) -> list[Any]:
+    return list(getattr(request, _field(ctx)))
+
+
+def _denied(ctx: RequestContext, resolved: list[tuple[str | None, uuid.UUID, str | None]]
+            ) -> dict[int, tuple[str | None, uuid.UUID, int, str | None]]:
+    """The answers of the entries (by index) the principal may not delete (Kafka's order:
+    an id whose topic it may not describe hides the name; then DELETE on the topic)."""
+    names = [n for _, _, n in resolved if n is not None]
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, names)
+    by_id = [n for asked, _, n in resolved if asked is None and n is not None]
+    describable = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, by_id)
+    out: dict[int, tuple[str | None, uuid.UUID, int, str | None]] = {}
+    for i, (asked, tid, name) in enumerate(resolved):
+        if name is None:
+            continue
+        if asked is None and name not in describable:
+            out[i] = (None, tid, TOPIC_AUTHORIZATION_FAILED,
+                      f"{ctx.principal} may not describe the topic of id {tid}")
+        elif name not in deletable:
+            out[i] = (asked, tid, TOPIC_AUTHORIZATION_FAILED,
+                      f"{ctx.principal} may not delete topic {name!r} (DELETE on the topic "
+                      "is needed)")
+    return out
+
+
 def _delete_one(ctx: RequestContext, name: str, deadline: float) -> None:
     refused = refusal(name, Operation.DELETE_TOPIC)
     if refused is not None:
@@ -124,13 +174,14 @@ def _delete_one(ctx: RequestContext, name: str, deadline: float) -> None:
     ctl.call(lambda: ctl.delete_topic(name), timeout=max(deadline - time.monotonic(), 0.001))
 
 
-def _answer(ctx: RequestContext, rows: list[tuple[str | None, uuid.UUID, int, str | None]]
-            ) -> Any:
+def _answer(ctx: RequestContext, rows: list[tuple[str | None, uuid.UUID, int, str | None]],
+            forwarded: list[Any] | None = None) -> Any:
+    """The response: ``forwarded`` (the controller's answers, decoded), then ``rows``."""
     Result = codec.RESPONSES[20].DeletableTopicResult
-    return ctx.response(throttle_time_ms=0, responses=[
+    return ctx.response(throttle_time_ms=0, responses=[*(forwarded or []), *(
         Result(name=name if name is not None or ctx.version >= 6 else "", topic_id=tid,
                error_code=code, error_message=message)
-        for name, tid, code, message in rows])
+        for name, tid, code, message in rows)])
 
 
 __all__ = ["INTERNAL_TOPICS", "delete_topics"]

@@ -13,6 +13,9 @@
   controller over the internal transport and relays the answer. A standalone broker leads
   every partition it holds (``ELECTION_NOT_NEEDED``; an offline partition has no eligible
   leader).
+- Authorization: ALTER on the cluster, checked on the broker the client asked before anything
+  is forwarded (else ``CLUSTER_AUTHORIZATION_FAILED`` for the request and every partition
+  named, as Kafka).
 - Errors for the whole request (v1+ ``error_code``, and every partition): ``NOT_CONTROLLER``
   when no controller is known, ``REQUEST_TIMED_OUT``, ``INVALID_REQUEST`` (an unknown election
   type, more partitions than ``max.request.partitions``); a partition named twice is answered
@@ -25,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.cluster.transport import ApiKey, ErrorCode, TransportError
 from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.cluster_state import ClusterState
@@ -32,6 +36,7 @@ from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import AnswerKey, RequestEntry, topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import CLUSTER_AUTHORIZATION_FAILED
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 PREFERRED = 0
@@ -152,7 +157,10 @@ def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     state = ClusterState(ctx.broker, ctx.listener)
     top: Result = (0, None)
     results: dict[AnswerKey, Result] = {}
-    if kind not in (PREFERRED, UNCLEAN):
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        top = (CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} may not elect leaders (ALTER "
+               "on the cluster is needed)")
+    elif kind not in (PREFERRED, UNCLEAN):
         top = (kerr.INVALID_REQUEST, f"unknown election type {kind} (0: preferred, 1: unclean)")
     elif tps is not None and (bound := _too_many(ctx, [*tps, *known])) is not None:
         top = bound

@@ -19,6 +19,10 @@ AlterReplicaLogDirs
     ``KAFKA_STORAGE_ERROR`` (the replica's or the destination's dir is offline),
     ``REPLICA_NOT_AVAILABLE`` (no replica here yet: the dir is remembered and used when it is
     created, as Kafka does).
+Authorization (Kafka's)
+    DescribeLogDirs needs DESCRIBE on the cluster (else no dir, and v3+
+    ``CLUSTER_AUTHORIZATION_FAILED``); AlterReplicaLogDirs ALTER on the cluster (else every
+    partition ``CLUSTER_AUTHORIZATION_FAILED``, nothing moves).
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import CLUSTER_AUTHORIZATION_FAILED
 from kafka_tiers.log.describe import LogDirDescription, ReplicaDescription
 from kafka_tiers.placement.limits import check_request_entries
 
@@ -63,6 +69,11 @@ def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     topic_cls = dir_cls.DescribeLogDirsTopic
     part_cls = topic_cls.DescribeLogDirsPartition
     lm = ctx.broker.log_manager
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        denied: dict[str, Any] = {"throttle_time_ms": 0, "results": []}
+        if version >= 3:
+            denied["error_code"] = CLUSTER_AUTHORIZATION_FAILED
+        return ctx.response(**denied)
     wanted: set[TopicPartition] | None = None
     if request.topics is not None:
         try:
@@ -111,6 +122,9 @@ def alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
     asked = [((t.name, int(p)), d.path) for d in request.dirs
              for t in d.topics for p in t.partitions]
     results: dict[tuple[str, int], int] = {}
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        results = {key: CLUSTER_AUTHORIZATION_FAILED for key, _ in asked}
+        asked = []
     try:
         check_request_entries(ctx.config, asked, "replicas to move")
     except Exception:

@@ -25,6 +25,9 @@ List
 A standalone broker is a one-broker cluster: a reassignment to itself is done at once, any
 other broker is ``INVALID_REPLICA_ASSIGNMENT``; nothing is ever pending.
 
+Authorization (Kafka's): Alter needs ALTER on the cluster, List DESCRIBE on the cluster; else
+``CLUSTER_AUTHORIZATION_FAILED`` for the request (and every partition of an alter).
+
 Any broker serves both (the metadata store is shared; the controller picks the requests up
 from it). More partitions than ``max.request.partitions`` refuse the whole request
 (``INVALID_REQUEST``).
@@ -36,6 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
+from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka import errors as kerr
 from kafka_tiers.kafka.apis.elect_leaders import Result, code_of
 from kafka_tiers.kafka.cluster_state import ClusterState
@@ -43,6 +47,7 @@ from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import AnswerKey, RequestEntry, topic_partition_or_error
+from kafka_tiers.kafka.security.api_rules import CLUSTER_AUTHORIZATION_FAILED
 from kafka_tiers.placement.limits import check_replication_factor, check_request_entries
 
 
@@ -93,6 +98,11 @@ def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
             else:
                 asked.append((tp, None if p.replicas is None else [int(b) for b in p.replicas]))
     top: Result = (0, None)
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        top = (CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} may not reassign partitions "
+               "(ALTER on the cluster is needed)")
+        results = {key: top for key in [*(tp for tp, _ in asked), *results]}
+        return _alter_response(ctx, top, results)
     try:
         check_request_entries(ctx.config, [*asked, *results], "partitions to reassign")
         state = ClusterState(ctx.broker, ctx.listener)
@@ -218,6 +228,10 @@ def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(46, ctx.version)
     topic_cls = cls.OngoingTopicReassignment
     part_cls = topic_cls.OngoingPartitionReassignment
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=f"{ctx.principal} may not list reassignments "
+                            "(DESCRIBE on the cluster is needed)", topics=[])
     try:
         found = ongoing(member.metadata) if member is not None and member.metadata else {}
     except Exception as exc:
