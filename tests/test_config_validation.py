@@ -87,7 +87,7 @@ def test_a_key_given_twice_in_a_file_is_an_error(tmp_path: Path) -> None:
      "port (9093) is the brokers' internal transport and cannot be a Kafka listener's port"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9093,PLAINTEXT://:9094"},
      "listener name(s) ['PLAINTEXT'] given more than once"),
-    ({"listeners": "SSL://127.0.0.1:9093"}, "uses SSL, which this broker does not serve"),
+    # a protocol not served (SUPPORTED_PROTOCOLS): tests/security/test_tls.py
     ({"listeners": "127.0.0.1:9093"}, "is not NAME://HOST:PORT"),
     ({"default.replication.factor": "40"},
      "default.replication.factor 40 exceeds max.replication.factor 32"),

@@ -439,6 +439,11 @@ class KafkaServer:
         """Connections open now (accepted, not yet closed)."""
         return len(self._conns)
 
+    def sessions(self) -> list[ConnectionSession]:
+        """The security sessions of the connections open now (listener, principal, TLS
+        subject), a snapshot."""
+        return [c.session for c in list(self._conns.values())]
+
     def queued_request_bytes(self) -> int:
         """Bytes of ``queued.max.request.bytes`` reserved now."""
         return self.memory.used
