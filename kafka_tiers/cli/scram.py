@@ -44,6 +44,10 @@ _WHERE = [
                  help="Write directly (no broker): a stopped cluster's directory (kafka-tiers "
                  "cluster start --dir) or a standalone broker's first log dir; files must "
                  "be yours."),
+    click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                 help="Write directly (no broker) to the metadata store of the broker of this "
+                 "server.properties (its ZooKeeper, or its embedded store while it is "
+                 "stopped)."),
     click.option("--zookeeper-connect", metavar="HOST:PORT[/CHROOT]",
                  help="Write directly through the cluster's ZooKeeper."),
     click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0,
@@ -107,40 +111,71 @@ def read_password(password_file: str | None, password_stdin: bool) -> Any:
     return Secret(text)
 
 
-@contextmanager
-def _direct(directory: str | None, zookeeper_connect: str | None) -> Iterator[Any]:
-    from kafka_tiers.kafka.security.scram_credentials import ScramCredentials
-    from kafka_tiers.kafka.security.state_store import open_offline_store
+class Where:
+    """Where a command finds the credentials: the Kafka protocol (``bootstrap``), or directly
+    a directory, a broker's config file or a ZooKeeper."""
 
-    with open_offline_store(directory or ".", zookeeper_connect=zookeeper_connect) as store:
-        yield ScramCredentials(store)
+    def __init__(self, bootstrap: str | None, directory: str | None, config_path: str | None,
+                 zookeeper_connect: str | None, timeout: float) -> None:
+        given = [n for n, v in (("--bootstrap-server", bootstrap), ("--dir", directory),
+                                ("--config", config_path),
+                                ("--zookeeper-connect", zookeeper_connect)) if v]
+        if len(given) > 1:
+            raise click.UsageError(f"give one of {', '.join(given)}")
+        self.bootstrap = bootstrap
+        self.directory = directory
+        self.config_path = config_path
+        self.zookeeper_connect = zookeeper_connect
+        self.timeout = timeout
+
+    @property
+    def direct(self) -> bool:
+        """True when the store is written without a broker."""
+        return bool(self.directory or self.config_path or self.zookeeper_connect)
+
+    @contextmanager
+    def credentials(self) -> Iterator[Any]:
+        """The :class:`~kafka_tiers.kafka.security.scram_credentials.ScramCredentials` of
+        the store (direct ways only)."""
+        from kafka_tiers.kafka.security.scram_credentials import ScramCredentials
+        from kafka_tiers.kafka.security.state_store import open_offline_store
+
+        config = None
+        if self.config_path:
+            from kafka_tiers.config import BrokerConfig
+
+            config = BrokerConfig.from_file(self.config_path)
+        with open_offline_store(self.directory, zookeeper_connect=self.zookeeper_connect,
+                                config=config) as store:
+            yield ScramCredentials(store)
 
 
-def _admin(bootstrap: str | None, timeout: float) -> Any:
+def _user(user: str | None, user_option: str | None) -> str:
+    if user and user_option and user != user_option:
+        raise click.UsageError(f"USER {user!r} and --user {user_option!r} differ: give one")
+    name = user or user_option
+    if not name:
+        raise click.UsageError("give the user name (USER or --user)")
+    return name
+
+
+def _admin(at: Where) -> Any:
     from kafka_tiers.cli.cluster import parse_bootstrap
     from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
-    if bootstrap:
-        servers = parse_bootstrap(bootstrap, "--bootstrap-server")
+    if at.bootstrap:
+        servers = parse_bootstrap(at.bootstrap, "--bootstrap-server")
     elif os.environ.get("KAFKA_TIERS_BOOTSTRAP"):
         servers = parse_bootstrap(os.environ["KAFKA_TIERS_BOOTSTRAP"], "$KAFKA_TIERS_BOOTSTRAP")
     else:
         servers = ["127.0.0.1:9092"]
-    return KafkaAdmin(servers, timeout=timeout)
+    return KafkaAdmin(servers, timeout=at.timeout)
 
 
-def _one_way(bootstrap: str | None, directory: str | None, zk: str | None) -> bool:
-    """True for a direct write (``--dir``/``--zookeeper-connect``)."""
-    if sum(bool(x) for x in (bootstrap, directory, zk)) > 1:
-        raise click.UsageError("give one of --bootstrap-server, --dir, --zookeeper-connect")
-    return bool(directory or zk)
-
-
-def _alter(bootstrap: str | None, timeout: float, alteration: Any, user: str,
-           what: str) -> None:
+def _alter(at: Where, alteration: Any, user: str, what: str) -> None:
     from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors
 
-    with _admin(bootstrap, timeout) as admin, _errors(what):
+    with _admin(at) as admin, _errors(what):
         result = admin.admin.alter_user_scram_credentials([alteration])
     problem = result.get(user)
     if problem:
@@ -148,7 +183,8 @@ def _alter(bootstrap: str | None, timeout: float, alteration: Any, user: str,
 
 
 @scram.command("add")
-@click.argument("user")
+@click.argument("user", required=False)
+@click.option("--user", "user_option", metavar="USER", help="The user (instead of USER).")
 @click.option("--mechanism", type=_MECHANISM, default="SCRAM-SHA-512", show_default=True)
 @click.option("--iterations", type=click.IntRange(4096, 16384), default=4096,
               show_default=True, help="PBKDF2 iterations (Kafka's bounds).")
@@ -156,9 +192,8 @@ def _alter(bootstrap: str | None, timeout: float, alteration: Any, user: str,
               help="Read the password from the first line of this file.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from one stdin line.")
 @_where_options
-def add(user: str, mechanism: str, iterations: int, password_file: str | None,
-        password_stdin: bool, bootstrap: str | None, directory: str | None,
-        zookeeper_connect: str | None, timeout: float) -> None:
+def add(user: str | None, user_option: str | None, mechanism: str, iterations: int,
+        password_file: str | None, password_stdin: bool, **where: Any) -> None:
     """Add USER's credential for a mechanism, or replace it (a new password).
 
     The password is salted (a random salt) and iterated here; the broker keeps only the keys
@@ -166,67 +201,68 @@ def add(user: str, mechanism: str, iterations: int, password_file: str | None,
     """
     from kafka_tiers.kafka.security.scram_credentials import SALT_BYTES, salted_password
 
-    if not user:
-        raise click.UsageError("USER must not be empty")
-    direct = _one_way(bootstrap, directory, zookeeper_connect)
+    name = _user(user, user_option)
+    at = Where(**where)
     mechanism = mechanism.upper()
     password = read_password(password_file, password_stdin)
     salt = os.urandom(SALT_BYTES)
     salted = salted_password(password, mechanism, salt, iterations)
-    if direct:
-        with _direct(directory, zookeeper_connect) as creds:
-            creds.upsert(user, mechanism, iterations, salt, salted)
+    if at.direct:
+        with at.credentials() as creds:
+            creds.upsert(name, mechanism, iterations, salt, salted)
     else:
         from kafka.admin import UserScramCredentialUpsertion
 
-        up = UserScramCredentialUpsertion(user, mechanism, b"", iterations=iterations,
+        up = UserScramCredentialUpsertion(name, mechanism, b"", iterations=iterations,
                                           salt=salt)
         up.salted_password = salted  # derived here from the Secret, not from a plain str
-        _alter(bootstrap, timeout, up, user, f"adding {mechanism} for {user!r}")
-    click.echo(f"{user}: {mechanism} credential set ({iterations} iterations)")
+        _alter(at, up, name, f"adding {mechanism} for {name!r}")
+    click.echo(f"{name}: {mechanism} credential set ({iterations} iterations)")
 
 
 @scram.command("delete")
-@click.argument("user")
+@click.argument("user", required=False)
+@click.option("--user", "user_option", metavar="USER", help="The user (instead of USER).")
 @click.option("--mechanism", type=_MECHANISM, required=True)
 @_where_options
-def delete(user: str, mechanism: str, bootstrap: str | None, directory: str | None,
-           zookeeper_connect: str | None, timeout: float) -> None:
+def delete(user: str | None, user_option: str | None, mechanism: str, **where: Any) -> None:
     """Delete USER's credential for a mechanism (an error when there is none)."""
+    name = _user(user, user_option)
+    at = Where(**where)
     mechanism = mechanism.upper()
-    what = f"deleting {mechanism} of {user!r}"
-    if _one_way(bootstrap, directory, zookeeper_connect):
+    what = f"deleting {mechanism} of {name!r}"
+    if at.direct:
         from kafka_tiers.api.errors import KafkaTiersError
 
-        with _direct(directory, zookeeper_connect) as creds:
-            if not creds.delete(user, mechanism):
-                raise KafkaTiersError(f"{what}: {user!r} has no {mechanism} credential")
+        with at.credentials() as creds:
+            if not creds.delete(name, mechanism):
+                raise KafkaTiersError(f"{what}: {name!r} has no {mechanism} credential")
     else:
         from kafka.admin import UserScramCredentialDeletion
 
-        _alter(bootstrap, timeout, UserScramCredentialDeletion(user, mechanism), user, what)
-    click.echo(f"{user}: {mechanism} credential deleted")
+        _alter(at, UserScramCredentialDeletion(name, mechanism), name, what)
+    click.echo(f"{name}: {mechanism} credential deleted")
 
 
 @scram.command("list")
 @click.argument("users", nargs=-1)
 @FORMAT_OPTION
 @_where_options
-def list_users(users: tuple[str, ...], fmt: str, bootstrap: str | None,
-               directory: str | None, zookeeper_connect: str | None, timeout: float) -> None:
+def list_users(users: tuple[str, ...], fmt: str, **where: Any) -> None:
     """List the SCRAM users (or USERS) with their mechanisms and iterations; never a key.
 
     JSON: ``{"users": [{"user", "credentials": [{"mechanism", "iterations"}]}]}``.
     """
+    at = Where(**where)
     rows: dict[str, list[tuple[str, int]]] = {}
-    if _one_way(bootstrap, directory, zookeeper_connect):
-        with _direct(directory, zookeeper_connect) as creds:
+    if at.direct:
+        with at.credentials() as creds:
             for user, infos in creds.describe(list(users) or None).items():
                 rows[user] = [(m.mechanism_name, i) for m, i in infos]
     else:
         from kafka_tiers.cli.kafka_admin import _errors
 
-        with _admin(bootstrap, timeout) as admin, _errors("listing SCRAM users"):
+        with _admin(at) as admin, _errors("listing SCRAM users"):
             got = admin.admin.describe_user_scram_credentials(list(users) or None)
         for user, desc in sorted(got.items()):
             if desc["error"] is None:

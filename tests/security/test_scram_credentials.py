@@ -571,3 +571,34 @@ def test_a_credential_added_on_one_broker_serves_a_login_on_another(
                                 ("alice-pw", "SCRAM-SHA-256")):  # no SHA-256 credential
         error = _confluent_login(on_two, "alice", password, mechanism, timeout=1.0)
         assert error is not None and error.code() == KafkaError._AUTHENTICATION, error
+
+
+def test_cli_config_writes_the_store_of_a_brokers_server_properties(tmp_path: Path) -> None:
+    from kafka_tiers.broker.broker import Broker
+    from kafka_tiers.config import BrokerConfig
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    from tests.cli_run import kt
+    from tests.kafka.targets import LISTENER
+
+    props = tmp_path / "server.properties"
+    props.write_text(f"broker.id=1\nlog.dirs={tmp_path / 'data'}\nlisteners={LISTENER}\n"
+                     "offsets.topic.replication.factor=1\n")
+    pw = tmp_path / "pw"
+    pw.write_text("admin-secret\n")
+    # before the broker's first start (its log dir does not exist yet), as --user
+    ran = kt("scram", "add", "--user", "admin", "--password-file", str(pw), "--config",
+             str(props))
+    assert ran.code == 0, ran.err
+    broker = Broker(BrokerConfig.from_file(props), cluster=True).start()
+    try:
+        assert credentials_of(broker.kafka_server).lookup("admin", "SCRAM-SHA-512")
+        ran = kt("scram", "list", "--config", str(props))  # refused while it runs
+        assert ran.code == 2 and "a broker is running" in ran.err
+    finally:
+        broker.shutdown()
+    ran = kt("scram", "list", "--config", str(props), "--format", "json")
+    assert ran.code == 0 and json.loads(ran.out)["users"][0]["user"] == "admin"
+    ran = kt("scram", "add", "admin", "--user", "root", "--config", str(props))
+    assert ran.code == 2 and "differ" in ran.err
+    ran = kt("scram", "add", "admin", "--dir", str(tmp_path), "--config", str(props))
+    assert ran.code == 2 and "give one of --dir, --config" in ran.err

@@ -473,25 +473,39 @@ def _embedded_dir(directory: Path) -> Path | None:
     return None
 
 
-@contextlib.contextmanager
-def _broker_locks(directory: Path) -> Any:
-    """Hold the ``.lock`` of every log dir up to two levels under ``directory`` (a cluster
-    dir: ``broker-<n>/data-<i>``), so no broker runs on it meanwhile."""
+def _lock_files(directory: Path) -> list[Path]:
+    """The log-dir ``.lock`` files up to two levels under ``directory`` (a cluster dir:
+    ``broker-<n>/data-<i>/.lock``)."""
     from kafka_tiers.log.log_manager import LOCK_FILE
 
+    return sorted({*directory.glob(LOCK_FILE), *directory.glob(f"*/{LOCK_FILE}"),
+                   *directory.glob(f"*/*/{LOCK_FILE}")})
+
+
+@contextlib.contextmanager
+def _holding(locks: list[Path]) -> Any:
+    """Hold every given log-dir lock (``flock``), so no broker runs on those dirs meanwhile.
+
+    Raises:
+        SecurityStateError: a broker holds one.
+    """
     fds: list[int] = []
     try:
-        for lock in sorted({*directory.glob(LOCK_FILE), *directory.glob(f"*/{LOCK_FILE}"),
-                            *directory.glob(f"*/*/{LOCK_FILE}")}):
-            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
+        for lock in locks:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SecurityStateError(f"cannot open {lock}: {exc.strerror or exc}") from None
             fds.append(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 raise SecurityStateError(
-                    f"a broker is running on {lock.parent} (its {LOCK_FILE} is locked): the "
-                    "metadata of a running cluster is changed through a broker's listener "
-                    "(--bootstrap-server), or stop the cluster first") from None
+                    f"a broker is running on {lock.parent} (its {lock.name} is locked): the "
+                    "embedded metadata store of a running cluster is changed through a "
+                    "broker's listener (--bootstrap-server); or stop the brokers first") from None
         yield
     finally:
         for fd in fds:
@@ -499,69 +513,107 @@ def _broker_locks(directory: Path) -> Any:
 
 
 @contextlib.contextmanager
-def open_offline_store(directory: str | os.PathLike[str], *,
-                       zookeeper_connect: str | None = None) -> Any:
-    """The security state of a broker or cluster on this machine, written without a broker
-    (``kafka-tiers scram add --dir``: the first admin user, before anyone can log in).
-    Yields a :class:`SecurityStateStore`, closed on exit.
+def _zookeeper_store(connect: str) -> Any:
+    from kafka_tiers.cluster.metadata_store import MetadataStoreError
+    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
 
-    - ``zookeeper_connect``: the cluster's ZooKeeper (running or not, the brokers see the
-      change through their watches).
-    - ``directory`` holding an embedded metadata store (``<dir>/metadata`` of
-      ``kafka-tiers cluster start``, or a ``metadata.dir``): used only when no broker runs on
-      a log dir under it (their ``.lock`` files are held meanwhile) and when it belongs to
-      the caller.
-    - a standalone broker's first log dir (``meta.properties``): its files, owned by the
-      caller; a running broker notices the change within :data:`FILE_POLL_S`.
+    zk = ZooKeeperStore(connect)
+    try:
+        zk.start()
+    except MetadataStoreError as exc:
+        raise SecurityStateError(f"cannot reach ZooKeeper at {connect}: {str(exc)[:200]}",
+                                 retriable=True) from None
+    try:
+        with MetadataStoreStateStore(zk) as store:
+            yield store
+    finally:
+        zk.close()
 
-    Raises:
-        SecurityStateError: neither kind of directory, files of another user, a running
-            cluster on an embedded store, or the store unreachable.
-    """
-    if zookeeper_connect:
-        from kafka_tiers.cluster.metadata_store import MetadataStoreError
-        from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
 
-        zk = ZooKeeperStore(zookeeper_connect)
+@contextlib.contextmanager
+def _embedded_store(meta: Path, locks: list[Path]) -> Any:
+    from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore
+
+    if meta.exists():
+        _check_owner(meta)
+        for f in meta.iterdir():
+            _check_owner(f)
+    else:  # made here (before the brokers' first start): in a directory of the caller's
+        existing = meta.parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        _check_owner(existing)
+    with _holding(locks):
+        server = EmbeddedMetadataServer(meta)
+        embedded = EmbeddedStore(server)
+        embedded.start()
         try:
-            zk.start()
-        except MetadataStoreError as exc:
-            raise SecurityStateError(f"cannot reach ZooKeeper at {zookeeper_connect}: "
-                                     f"{str(exc)[:200]}", retriable=True) from None
-        try:
-            with MetadataStoreStateStore(zk) as store:
+            with MetadataStoreStateStore(embedded) as store:
                 yield store
         finally:
-            zk.close()
+            embedded.close()
+            server.close()
+
+
+@contextlib.contextmanager
+def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
+                       zookeeper_connect: str | None = None, config: Any = None) -> Any:
+    """The security state of a broker or cluster on this machine, written without asking a
+    broker (``kafka-tiers scram add --dir``: the first admin user, before anyone can log
+    in). Yields a :class:`SecurityStateStore`, closed on exit. Exactly one of:
+
+    - ``zookeeper_connect``: the cluster's ZooKeeper (running brokers see the change through
+      their watches).
+    - ``config``: a cluster broker's :class:`~kafka_tiers.config.BrokerConfig`
+      (``kafka-tiers broker start --config``): its ZooKeeper, or its embedded store
+      (``metadata.dir``, by default ``<first log dir>/metadata``; made when missing) while
+      its log dirs' locks are held.
+    - ``directory``: a cluster's directory holding an embedded store (``<dir>/metadata`` of
+      ``kafka-tiers cluster start``, or a ``metadata.dir``), used while the locks of the log
+      dirs under it are held; or a standalone broker's first log dir (``meta.properties``):
+      its files (a running broker notices the change within :data:`FILE_POLL_S`).
+
+    Files and directories used must belong to the caller.
+
+    Raises:
+        SecurityStateError: neither kind of directory, files of another user, a broker
+            running on an embedded store, or the store unreachable.
+    """
+    if zookeeper_connect:
+        with _zookeeper_store(zookeeper_connect) as store:
+            yield store
         return
+    if config is not None:
+        if config["metadata.store"] == "zookeeper":
+            if not config["zookeeper.connect"]:
+                raise SecurityStateError("metadata.store=zookeeper needs zookeeper.connect")
+            with _zookeeper_store(str(config["zookeeper.connect"])) as store:
+                yield store
+            return
+        log_dirs = [Path(d) for d in config["log.dirs"]]
+        meta = Path(config["metadata.dir"] or log_dirs[0] / "metadata")
+        from kafka_tiers.log.log_manager import LOCK_FILE
+
+        with _embedded_store(meta, [d / LOCK_FILE for d in log_dirs]) as store:
+            yield store
+        return
+    if directory is None:
+        raise ValueError("open_offline_store needs a directory, a config or a ZooKeeper")
     d = Path(directory)
     if not d.is_dir():
         raise SecurityStateError(f"{d} is not a directory: give a stopped cluster's directory "
                                  "(kafka-tiers cluster start --dir) or a broker's first log dir")
     _check_owner(d)
-    meta = _embedded_dir(d)
-    if meta is not None:
-        from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore
-
-        _check_owner(meta)
-        for f in meta.iterdir():
-            _check_owner(f)
-        with _broker_locks(d):
-            server = EmbeddedMetadataServer(meta)
-            embedded = EmbeddedStore(server)
-            embedded.start()
-            try:
-                with MetadataStoreStateStore(embedded) as store:
-                    yield store
-            finally:
-                embedded.close()
-                server.close()
+    embedded = _embedded_dir(d)
+    if embedded is not None:
+        with _embedded_store(embedded, _lock_files(d)) as store:
+            yield store
         return
     if not (d / "meta.properties").is_file():
         raise SecurityStateError(
             f"{d} is neither a cluster's directory (no metadata/ with an embedded store) nor "
             "a broker's log dir (no meta.properties): give the first log dir of the broker "
-            "(started once) or the --dir of kafka-tiers cluster start")
+            "(started once), the --dir of kafka-tiers cluster start, or --config")
     for f in d.glob("kafka-tiers-security-*"):
         _check_owner(f)
     with FileStateStore(d, poll_s=0) as store:
