@@ -2,10 +2,20 @@
 (CreateAcls, DescribeAcls, DeleteAcls), with ``kafka-acls.sh``'s flag names, so the same
 commands work against an Apache Kafka cluster.
 
-The broker answers only when it has an authorizer (``authorizer.class.name``, e.g. ``acl``)
-and the caller may manage ACLs (ALTER on the cluster to add or remove, DESCRIBE to list: a
-super user, or an ACL granting it). ``--command-config FILE`` gives the client's security
-settings in Kafka's client property names, so an admin reaches a SASL_SSL listener:
+Two ways to reach the ACLs (as ``kafka-tiers scram``):
+
+- ``--bootstrap-server HOST:PORT`` (or ``$KAFKA_TIERS_BOOTSTRAP``, else 127.0.0.1:9092): the
+  Kafka protocol. The broker answers only when it has an authorizer
+  (``authorizer.class.name``, e.g. ``acl``) and the caller may manage ACLs (ALTER on the
+  cluster to add or remove, DESCRIBE to list: a super user, or an ACL granting it).
+- ``--dir DIR``, ``--config server.properties`` or ``--zookeeper-connect``: the security
+  state written directly (:func:`~kafka_tiers.kafka.security.state_store.
+  open_offline_store`), for the first ACLs before anyone can log in, only by the user owning
+  the broker's files (Kafka's ``kafka-acls --authorizer-properties``). Running brokers see
+  the change through their watch.
+
+``--command-config FILE`` gives the client's security settings in Kafka's client property
+names, so an admin reaches a SASL_SSL listener:
 
 - ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism``
   (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), ``sasl.jaas.config`` (a PlainLoginModule or
@@ -28,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -206,21 +216,133 @@ def _pattern_type(text: str) -> Any:
     return PatternType[text.upper()]
 
 
+class _Kafka:
+    """ACLs through the Kafka protocol (CreateAcls, DescribeAcls, DeleteAcls) with
+    kafka-python's admin client."""
+
+    def __init__(self, admin: Any) -> None:
+        self.admin = admin
+
+    def create(self, bindings: Sequence[Any]) -> None:
+        from kafka.admin import _acls as kp
+
+        from kafka_tiers.cli.kafka_admin import KafkaAdminError
+
+        wanted = [kp.ACL(b.entry.principal, b.entry.host,
+                         kp.ACLOperation(int(b.entry.operation)),
+                         kp.ACLPermissionType(int(b.entry.permission_type)),
+                         kp.ResourcePattern(kp.ResourceType(int(b.pattern.resource_type)),
+                                            b.pattern.name, kp.ACLResourcePatternType(
+                                                int(b.pattern.pattern_type))))
+                  for b in bindings]
+        with _kafka_errors("CreateAcls"):
+            result = self.admin.create_acls(wanted)
+        if result["failed"]:
+            names = sorted({str(getattr(e, "message", None) or getattr(e, "__name__", e))
+                            for e in result["failed"]})
+            raise KafkaAdminError(f"CreateAcls: {len(result['failed'])} of {len(wanted)} ACLs "
+                                  f"refused: {', '.join(names)}", names[0])
+
+    def describe(self, filters: Sequence[Any]) -> list[Any]:
+        found: list[Any] = []
+        with _kafka_errors("DescribeAcls"):
+            for flt in filters:
+                listed, _ = self.admin.describe_acls(_to_kp_filter(flt))
+                found.extend(_from_kp(a) for a in listed)
+        return found
+
+    def delete(self, filters: Sequence[Any]) -> list[Any]:
+        from kafka_tiers.cli.kafka_admin import KafkaAdminError
+
+        with _kafka_errors("DeleteAcls"):
+            results = self.admin.delete_acls([_to_kp_filter(f) for f in filters])
+        removed: list[Any] = []
+        for _flt, matched, error in results:
+            if getattr(error, "errno", 0):
+                name = getattr(error, "message", None) or error.__name__
+                raise KafkaAdminError(f"DeleteAcls: {name}", name)
+            removed.extend(_from_kp(a) for a in matched)
+        return removed
+
+
+class _Direct:
+    """ACLs written directly to the security state (no broker asked): for the first ACLs
+    before anyone can log in, by the user owning the broker's files."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+
+    def create(self, bindings: Sequence[Any]) -> None:
+        self.storage.update(add=bindings)
+
+    def describe(self, filters: Sequence[Any]) -> list[Any]:
+        return [b for b in self.storage.load() if any(f.matches(b) for f in filters)]
+
+    def delete(self, filters: Sequence[Any]) -> list[Any]:
+        chosen = self.describe(filters)
+        if chosen:
+            self.storage.update(remove=chosen)
+        return chosen
+
+
+@contextlib.contextmanager
+def _target(bootstrap: str | None, command_config: str | None, directory: str | None,
+            config_path: str | None, zookeeper_connect: str | None, timeout: float
+            ) -> Iterator[_Kafka | _Direct]:
+    """Where the ACLs are: a cluster's Kafka listeners, or its security state directly."""
+    import os
+
+    given = [n for n, v in (("--bootstrap-server", bootstrap), ("--dir", directory),
+                            ("--config", config_path),
+                            ("--zookeeper-connect", zookeeper_connect)) if v]
+    if len(given) > 1:
+        raise click.UsageError(f"give one of {', '.join(given)}")
+    if given and given[0] != "--bootstrap-server":
+        if command_config:
+            raise click.UsageError(f"--command-config is for --bootstrap-server, not "
+                                   f"{given[0]} (written directly, without a client)")
+        from kafka_tiers.kafka.security.acl_storage import StateStoreAclStorage
+        from kafka_tiers.kafka.security.state_store import open_offline_store
+
+        config = None
+        if config_path:
+            from kafka_tiers.config import BrokerConfig
+
+            config = BrokerConfig.from_file(config_path)
+        with open_offline_store(directory, zookeeper_connect=zookeeper_connect,
+                                config=config) as store:
+            yield _Direct(StateStoreAclStorage(store))
+        return
+    servers = bootstrap or os.environ.get("KAFKA_TIERS_BOOTSTRAP") or "127.0.0.1:9092"
+    with _admin(servers, command_config, timeout) as admin:
+        yield _Kafka(admin)
+
+
 def _resource_options(fn: Any) -> Any:
     options = [
-        click.option("--bootstrap-server", "bootstrap", required=True,
-                     metavar="HOST:PORT[,...]", help="The cluster's Kafka listeners."),
+        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
+                     help="The cluster's Kafka listeners (default: $KAFKA_TIERS_BOOTSTRAP, "
+                     "else 127.0.0.1:9092)."),
         click.option("--command-config", type=click.Path(dir_okay=False),
-                     help="Client security settings (Kafka's client property names: "
-                     "security.protocol, sasl.*, ssl.*)."),
+                     help="Client security settings for --bootstrap-server (Kafka's client "
+                     "property names: security.protocol, sasl.*, ssl.*)."),
+        click.option("--dir", "directory", type=click.Path(file_okay=False),
+                     help="Write directly (no broker): a stopped cluster's directory "
+                     "(kafka-tiers cluster start --dir) or a standalone broker's first log "
+                     "dir; files must be yours."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                     help="Write directly (no broker) to the security state of the broker of "
+                     "this server.properties (its ZooKeeper, its embedded store while it is "
+                     "stopped); files must be yours."),
+        click.option("--zookeeper-connect", metavar="HOST:PORT[/CHROOT]",
+                     help="Write directly through the cluster's ZooKeeper."),
         click.option("--topic", multiple=True, help="A topic (repeatable; '*': every topic)."),
         click.option("--group", multiple=True, help="A consumer group (repeatable)."),
         click.option("--cluster", is_flag=True, help="The cluster resource (kafka-cluster)."),
         click.option("--transactional-id", "transactional_id", multiple=True,
                      help="A transactional id (repeatable)."),
         click.option("--timeout", type=Seconds(maximum=3600.0), default=DEFAULT_TIMEOUT,
-                     show_default=True,
-                     help="Seconds to wait for the cluster."),
+                     show_default=True, help="Seconds to wait for the cluster."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -272,14 +394,19 @@ def _from_kp(a: Any) -> Any:
                                          AclPermissionType(int(a.permission_type))))
 
 
-def _to_kp_filter(rtype: Any, name: str | None, ptype: Any, principal: str | None,
-                  host: str | None, op: Any, perm: Any) -> Any:
+def _to_kp_filter(f: Any) -> Any:
+    """Our AclBindingFilter as kafka-python's ACLFilter."""
     from kafka.admin import _acls as kp
 
-    return kp.ACLFilter(principal, host, kp.ACLOperation(int(op)),
-                        kp.ACLPermissionType(int(perm)),
-                        kp.ResourcePatternFilter(kp.ResourceType(int(rtype)), name,
-                                                 kp.ACLResourcePatternType(int(ptype))))
+    return kp.ACLFilter(f.principal, f.host, kp.ACLOperation(int(f.operation)),
+                        kp.ACLPermissionType(int(f.permission_type)),
+                        kp.ResourcePatternFilter(kp.ResourceType(int(f.resource_type)), f.name,
+                                                 kp.ACLResourcePatternType(
+                                                     int(f.pattern_type))))
+
+
+_COLUMNS = ("resource_type", "pattern_type", "name", "principal", "host", "operation",
+            "permission_type")
 
 
 def _show(rows: list[dict[str, str]], fmt: str, key: str, empty: str) -> None:
@@ -289,23 +416,29 @@ def _show(rows: list[dict[str, str]], fmt: str, key: str, empty: str) -> None:
         emit_json({key: rows})
         return
     if not rows:
-        click.echo(empty)
+        if empty:
+            click.echo(empty)
         return
     from rich.table import Table
 
     table = Table(box=None)
-    for col in ("resource_type", "pattern_type", "name", "principal", "host", "operation",
-                "permission_type"):
+    for col in _COLUMNS:
         table.add_column(col.upper().replace("_TYPE", ""))
     for r in rows:
-        table.add_row(*(r[c] for c in ("resource_type", "pattern_type", "name", "principal",
-                                        "host", "operation", "permission_type")))
+        table.add_row(*(r[c] for c in _COLUMNS))
     console().print(table)
+
+
+def _sorted_rows(bindings: Iterable[Any]) -> list[dict[str, str]]:
+    rows = {tuple(_row(b).values()): _row(b) for b in bindings}
+    return [rows[k] for k in sorted(rows)]
 
 
 @click.group()
 def acls() -> None:
-    """Add, list and remove a cluster's ACLs (Kafka's kafka-acls.sh, over its listeners).
+    """Add, list and remove a cluster's ACLs (Kafka's kafka-acls.sh), through its Kafka
+    listeners (--bootstrap-server, --command-config), or directly in its security state
+    (--dir, --config, --zookeeper-connect: the first ACLs, by the owner of the files).
 
     \b
     Examples:
@@ -316,6 +449,7 @@ def acls() -> None:
       kafka-tiers acls list --bootstrap-server 127.0.0.1:9092 --topic orders --format json
       kafka-tiers acls remove --bootstrap-server 127.0.0.1:9092 --topic orders \\
           --allow-principal User:alice --command-config admin.properties
+      kafka-tiers acls add --config server.properties --allow-principal User:admin --cluster
     """
 
 
@@ -326,26 +460,25 @@ def acls() -> None:
               case_sensitive=False), default="literal", show_default=True,
               help="literal: the names exactly ('*': all); prefixed: names starting so.")
 @FORMAT_OPTION
-def add(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+def add(bootstrap: str | None, command_config: str | None, directory: str | None,
+        config_path: str | None, zookeeper_connect: str | None, topic: tuple[str, ...],
         group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
         timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
         allow_host: tuple[str, ...], deny_host: tuple[str, ...], operation: tuple[str, ...],
         resource_pattern_type: str, fmt: str) -> None:
-    """Add ACLs: each principal x host x operation on each resource given.
+    """Add ACLs: each principal x host x operation on each resource given (adding one that
+    exists changes nothing).
 
     Operations default to All. The operations a resource type takes are Kafka's (a group:
     Read, Describe, Delete; the cluster: Create, ClusterAction, DescribeConfigs,
     AlterConfigs, IdempotentWrite, Alter, Describe; a transactional id: Describe, Write).
     """
-    from kafka.admin import _acls as kp
-
     from kafka_tiers.api.authorizer import (
         AccessControlEntry,
         AclBinding,
         AclOperation,
         ResourcePattern,
     )
-    from kafka_tiers.cli.kafka_admin import KafkaAdminError
     from kafka_tiers.kafka.security.acl_authorizer import SUPPORTED_OPERATIONS, binding_problem
 
     resources = _resources(topic, group, cluster, transactional_id)
@@ -371,31 +504,21 @@ def add(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
                 if problem is not None:
                     raise click.UsageError(problem)
                 bindings.append(b)
-    wanted = [kp.ACL(b.entry.principal, b.entry.host, kp.ACLOperation(int(b.entry.operation)),
-                     kp.ACLPermissionType(int(b.entry.permission_type)),
-                     kp.ResourcePattern(kp.ResourceType(int(b.pattern.resource_type)),
-                                        b.pattern.name,
-                                        kp.ACLResourcePatternType(int(b.pattern.pattern_type))))
-              for b in bindings]
-    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("CreateAcls"):
-        result = admin.create_acls(wanted)
-    if result["failed"]:
-        names = sorted({str(getattr(e, "message", None) or getattr(e, "__name__", e))
-                        for e in result["failed"]})
-        raise KafkaAdminError(f"CreateAcls: {len(result['failed'])} of {len(wanted)} ACLs "
-                              f"refused: {', '.join(names)}", names[0])
+    with _target(bootstrap, command_config, directory, config_path, zookeeper_connect,
+                 timeout) as where:
+        where.create(bindings)
     rows = [_row(b) for b in bindings]
-    if fmt == "json":
-        _show(rows, fmt, "created", "")
-    else:
+    if fmt != "json":
         click.echo(f"created {len(rows)} ACL(s)")
-        _show(rows, fmt, "created", "")
+    _show(rows, fmt, "created", "")
 
 
 def _filters(topic: Sequence[str], group: Sequence[str], cluster: bool,
              transactional_id: Sequence[str], ptype_text: str | None,
-             entries: list[tuple[str | None, str | None, Any]], ops: list[Any]) -> list[Any]:
-    from kafka_tiers.api.authorizer import PatternType, ResourceType
+             entries: Sequence[tuple[str | None, str | None, Any]], ops: Sequence[Any]
+             ) -> list[Any]:
+    """Filters for the resources given (every resource when none), each entry and op."""
+    from kafka_tiers.api.authorizer import AclBindingFilter, PatternType, ResourceType
 
     resources: list[tuple[Any, str | None]] = list(
         _resources(topic, group, cluster, transactional_id))
@@ -405,7 +528,7 @@ def _filters(topic: Sequence[str], group: Sequence[str], cluster: bool,
         ptype = _pattern_type(ptype_text)
     else:
         ptype = PatternType.ANY if resources[0][1] is None else PatternType.LITERAL
-    return [_to_kp_filter(rtype, name, ptype, principal, host, op, perm)
+    return [AclBindingFilter(rtype, name, ptype, principal, host, op, perm)
             for rtype, name in resources for principal, host, perm in entries for op in ops]
 
 
@@ -421,7 +544,8 @@ _PATTERN_FILTER = click.option(
 @_PATTERN_FILTER
 @click.option("--principal", help="Only the ACLs of this principal (TYPE:NAME).")
 @FORMAT_OPTION
-def list_(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+def list_(bootstrap: str | None, command_config: str | None, directory: str | None,
+          config_path: str | None, zookeeper_connect: str | None, topic: tuple[str, ...],
           group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
           timeout: float, resource_pattern_type: str | None, principal: str | None,
           fmt: str) -> None:
@@ -430,14 +554,10 @@ def list_(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
 
     filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
                        [(principal, None, AclPermissionType.ANY)], [AclOperation.ANY])
-    found: list[Any] = []
-    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("DescribeAcls"):
-        for flt in filters:
-            listed, _ = admin.describe_acls(flt)
-            found.extend(_from_kp(a) for a in listed)
-    rows = sorted({tuple(_row(b).items()): _row(b) for b in found}.values(),
-                  key=lambda r: tuple(r.values()))
-    _show(rows, fmt, "acls", "no ACLs")
+    with _target(bootstrap, command_config, directory, config_path, zookeeper_connect,
+                 timeout) as where:
+        found = where.describe(filters)
+    _show(_sorted_rows(found), fmt, "acls", "no ACLs")
 
 
 @acls.command("remove")
@@ -445,15 +565,15 @@ def list_(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
 @_entry_options
 @_PATTERN_FILTER
 @FORMAT_OPTION
-def remove(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
+def remove(bootstrap: str | None, command_config: str | None, directory: str | None,
+           config_path: str | None, zookeeper_connect: str | None, topic: tuple[str, ...],
            group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
            timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
            allow_host: tuple[str, ...], deny_host: tuple[str, ...],
            operation: tuple[str, ...], resource_pattern_type: str | None, fmt: str) -> None:
     """Remove the ACLs of the resources given: all of them, or only those of the principals,
-    hosts and operations given."""
+    hosts and operations given (removing none is not an error)."""
     from kafka_tiers.api.authorizer import AclOperation, AclPermissionType
-    from kafka_tiers.cli.kafka_admin import KafkaAdminError
 
     if not _resources(topic, group, cluster, transactional_id):
         raise click.UsageError("name a resource: --topic, --group, --cluster or "
@@ -467,21 +587,13 @@ def remove(bootstrap: str, command_config: str | None, topic: tuple[str, ...],
     ops = [_operation(o) for o in operation] or [AclOperation.ANY]
     filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
                        entries, ops)
-    removed: list[Any] = []
-    with _admin(bootstrap, command_config, timeout) as admin, _kafka_errors("DeleteAcls"):
-        results = admin.delete_acls(filters)
-    for _flt, matched, error in results:
-        if getattr(error, "errno", 0):
-            name = getattr(error, "message", None) or error.__name__
-            raise KafkaAdminError(f"DeleteAcls: {name}", name)
-        removed.extend(_from_kp(a) for a in matched)
-    rows = [_row(b) for b in removed]
-    if fmt == "json":
-        _show(rows, fmt, "removed", "")
-    else:
+    with _target(bootstrap, command_config, directory, config_path, zookeeper_connect,
+                 timeout) as where:
+        removed = where.delete(filters)
+    rows = _sorted_rows(removed)
+    if fmt != "json":
         click.echo(f"removed {len(rows)} ACL(s)")
-        if rows:
-            _show(rows, fmt, "removed", "")
+    _show(rows, fmt, "removed", "")
 
 
 __all__ = ["acls", "client_settings"]

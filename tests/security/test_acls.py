@@ -809,3 +809,31 @@ def test_tls_principals_are_decided_by_acls_and_the_cli_reaches_an_ssl_listener(
     listed = json.loads(kt("acls", "list", *cmd, "--topic", "orders", "--format", "json").out)
     assert [(r["principal"], r["operation"]) for r in listed["acls"]] == [
         ("User:alice", "READ")]
+
+
+def test_the_cli_writes_the_first_acls_directly_to_a_brokers_files(
+        make_kafka_broker: Callable[..., Any], tmp_path: Path) -> None:
+    """--dir (a standalone broker's first log dir): no client, no authorization; the running
+    broker's authorizer picks the change up through its watch."""
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker(**{"authorizer.class.name": "acl"})
+    log_dir = broker.config["log.dirs"][0]
+    added = kt("acls", "add", "--dir", log_dir, "--allow-principal", "User:admin",
+               "--cluster", "--operation", "Alter")
+    assert added.code == 0, added.err
+    wait_for(lambda: allowed(broker.kafka_server.authorizer, OP.ALTER, "kafka-cluster",
+                             "User:admin", rtype=RT.CLUSTER), 10, "the broker to see the ACL")
+    listed = json.loads(kt("acls", "list", "--dir", log_dir, "--format", "json").out)
+    assert [(r["principal"], r["resource_type"]) for r in listed["acls"]] == [
+        ("User:admin", "CLUSTER")]
+    both = kt("acls", "list", "--dir", log_dir, "--bootstrap-server", "127.0.0.1:1")
+    assert both.code == 2 and "give one of" in both.err
+    config = tmp_path / "c.properties"
+    config.write_text("security.protocol=SSL\n")
+    mixed = kt("acls", "list", "--dir", log_dir, "--command-config", str(config))
+    assert mixed.code == 2 and "--command-config is for --bootstrap-server" in mixed.err
+    removed = kt("acls", "remove", "--dir", log_dir, "--cluster")
+    assert removed.code == 0 and "removed 1 ACL(s)" in removed.out
+    wait_for(lambda: not allowed(broker.kafka_server.authorizer, OP.ALTER, "kafka-cluster",
+                                 "User:admin", rtype=RT.CLUSTER), 10, "the ACL to go")
