@@ -21,6 +21,7 @@ line shows it.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -145,8 +146,10 @@ class Where:
             from kafka_tiers.config import BrokerConfig
 
             config = BrokerConfig.from_file(self.config_path)
+        if not logging.getLogger().handlers:  # kazoo's retry lines are not ours to print
+            logging.getLogger("kazoo").setLevel(logging.CRITICAL)
         with open_offline_store(self.directory, zookeeper_connect=self.zookeeper_connect,
-                                config=config) as store:
+                                config=config, timeout=self.timeout) as store:
             yield ScramCredentials(store)
 
 

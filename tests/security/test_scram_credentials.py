@@ -149,6 +149,43 @@ def test_cluster_brokers_share_the_store_concurrent_updates_lose_nothing(
     assert stored["version"] == 1
 
 
+@pytest.mark.servers
+def test_zookeeper_backend_concurrent_updates_and_watches(zookeeper_server: Any) -> None:
+    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+
+    chroot = f"/scram-{time.monotonic_ns()}"
+    admin = zookeeper_server.client()
+    try:
+        admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+        admin.close()
+    zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
+    for zk in zks:
+        zk.start()
+    stores = [MetadataStoreStateStore(zk) for zk in zks]
+    try:
+        seen: list[Any] = []
+        stores[1].watch("scram-credentials", seen.append)
+        assert seen[0] is None
+
+        def work(i: int) -> None:
+            for j in range(10):
+                stores[i].update("scram-credentials", add_key(f"{i}-{j}", j))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(stores[0].read("scram-credentials")[0]) == 20
+        wait_for(lambda: seen[-1] is not None and len(seen[-1]) == 20, what="the ZK watch")
+    finally:
+        for s in stores:
+            s.close()
+        for zk in zks:
+            zk.close()
+
+
 def test_metadata_backend_refuses_a_newer_format_version(
         make_kafka_cluster: Callable[..., Any]) -> None:
     cluster = make_kafka_cluster(brokers=1)

@@ -513,16 +513,17 @@ def _holding(locks: list[Path]) -> Any:
 
 
 @contextlib.contextmanager
-def _zookeeper_store(connect: str) -> Any:
+def _zookeeper_store(connect: str, timeout: float) -> Any:
     from kafka_tiers.cluster.metadata_store import MetadataStoreError
     from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
 
     zk = ZooKeeperStore(connect)
     try:
-        zk.start()
+        zk.start(timeout)
     except MetadataStoreError as exc:
-        raise SecurityStateError(f"cannot reach ZooKeeper at {connect}: {str(exc)[:200]}",
-                                 retriable=True) from None
+        text = str(exc)[:300]
+        raise SecurityStateError(text if connect in text else f"cannot reach ZooKeeper at "
+                                 f"{connect}: {text}", retriable=True) from None
     try:
         with MetadataStoreStateStore(zk) as store:
             yield store
@@ -557,7 +558,8 @@ def _embedded_store(meta: Path, locks: list[Path]) -> Any:
 
 @contextlib.contextmanager
 def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
-                       zookeeper_connect: str | None = None, config: Any = None) -> Any:
+                       zookeeper_connect: str | None = None, config: Any = None,
+                       timeout: float = 10.0) -> Any:
     """The security state of a broker or cluster on this machine, written without asking a
     broker (``kafka-tiers scram add --dir``: the first admin user, before anyone can log
     in). Yields a :class:`SecurityStateStore`, closed on exit. Exactly one of:
@@ -573,21 +575,22 @@ def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
       dirs under it are held; or a standalone broker's first log dir (``meta.properties``):
       its files (a running broker notices the change within :data:`FILE_POLL_S`).
 
-    Files and directories used must belong to the caller.
+    Files and directories used must belong to the caller. ``timeout``: seconds to wait for
+    ZooKeeper.
 
     Raises:
         SecurityStateError: neither kind of directory, files of another user, a broker
             running on an embedded store, or the store unreachable.
     """
     if zookeeper_connect:
-        with _zookeeper_store(zookeeper_connect) as store:
+        with _zookeeper_store(zookeeper_connect, timeout) as store:
             yield store
         return
     if config is not None:
         if config["metadata.store"] == "zookeeper":
             if not config["zookeeper.connect"]:
                 raise SecurityStateError("metadata.store=zookeeper needs zookeeper.connect")
-            with _zookeeper_store(str(config["zookeeper.connect"])) as store:
+            with _zookeeper_store(str(config["zookeeper.connect"]), timeout) as store:
                 yield store
             return
         log_dirs = [Path(d) for d in config["log.dirs"]]
