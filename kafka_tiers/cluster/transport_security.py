@@ -308,8 +308,9 @@ def channel_security(config: Any) -> TlsChannel | None:
     secured). Call once per broker start.
 
     Raises:
-        ConfigError: as :func:`inter_broker_channel`; an empty ``super.users`` or no
-            truststore on a secured channel (no broker could be served); the listener's
+        ConfigError: as :func:`inter_broker_channel`; an empty ``super.users``, one without
+            this broker's own certificate principal, or no truststore on a secured channel
+            (no broker could be served); the listener's
             certificate or trust cannot be loaded (the file and the key named, never a
             password).
     """
@@ -339,8 +340,32 @@ def channel_security(config: Any) -> TlsChannel | None:
         {f"listener.name.{channel.listener.lower()}.ssl.client.auth": "required"})
     algorithm = str(listener_value(config, channel.listener,
                                    "ssl.endpoint.identification.algorithm", "https") or "")
-    return TlsChannel(ListenerTls(required, channel.listener), super_users,
+    listener_tls = ListenerTls(required, channel.listener)
+    own = _own_principal(listener_tls)
+    if own not in super_users:
+        raise ConfigError(f"{where} but this broker's own certificate principal {own} is not "
+                          "in super.users: the brokers (and this broker's controller) could "
+                          f"not talk to each other; add {own} to super.users",
+                          key="super.users")
+    return TlsChannel(listener_tls, super_users,
                       check_hostname=algorithm.strip().lower() == "https")
+
+
+def _own_principal(listener_tls: Any) -> KafkaPrincipal:
+    """The principal the other brokers see for this broker: its certificate's subject mapped
+    by ``ssl.principal.mapping.rules``.
+
+    Raises:
+        ConfigError: no mapping rule applies to it.
+    """
+    from kafka_tiers.kafka.security import tls
+
+    subject = tls._load_keystore(listener_tls.settings).chain[0].subject.rfc4514_string()
+    try:
+        return KafkaPrincipal("User", listener_tls.mapper.name(subject))
+    except tls.NoMatchingRule as exc:
+        raise ConfigError(f"the internal transport: {exc}",
+                          key="ssl.principal.mapping.rules") from None
 
 
 __all__ = ["HANDSHAKE_TIMEOUT_S", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",

@@ -62,12 +62,13 @@ def tls_overrides(certs: TestCerts, keystore: Path | None = None) -> dict[str, s
 def identity(tmp: Path, cert: Path, key: Path, ca: Path, name: str) -> TlsChannel:
     """A TLS channel presenting ``cert``/``key`` and trusting ``ca`` (brokers are the super
     users it accepts on the other side)."""
+    from kafka_tiers.kafka.security.tls import ListenerTls
+
     keystore = write_pem(tmp / f"{name}-keystore.pem", key.read_bytes(), cert.read_bytes())
-    security = channel_security(BrokerConfig({
-        "security.inter.broker.protocol": "SSL", "ssl.keystore.location": str(keystore),
-        "ssl.truststore.location": str(ca), "super.users": BROKER}))
-    assert security is not None
-    return security
+    # built directly: channel_security refuses a broker whose own principal is no super user
+    return TlsChannel(ListenerTls(BrokerConfig({
+        "ssl.keystore.location": str(keystore), "ssl.truststore.location": str(ca),
+        "ssl.client.auth": "required"}), "SSL"), parse_super_users(BROKER))
 
 
 @pytest.fixture
@@ -250,13 +251,19 @@ def test_inter_broker_settings_refused_at_start(config: dict[str, str], words: s
     assert words in str(err.value)
 
 
-def test_a_secured_channel_needs_super_users_and_a_truststore(certs: TestCerts) -> None:
+def test_a_secured_channel_needs_the_brokers_in_super_users_and_a_truststore(
+        certs: TestCerts) -> None:
     base = {"security.inter.broker.protocol": "SSL",
             "ssl.keystore.location": str(certs.broker_keystore)}
     with pytest.raises(ConfigError, match=r"super\.users is empty"):
         channel_security(BrokerConfig(base))
     with pytest.raises(ConfigError, match="no truststore"):
         channel_security(BrokerConfig({**base, "super.users": BROKER}))
+    trusted = {**base, "ssl.truststore.location": str(certs.ca_cert)}
+    with pytest.raises(ConfigError) as err:  # the brokers could not talk to each other
+        channel_security(BrokerConfig({**trusted, "super.users": "User:admin"}))
+    assert f"own certificate principal {BROKER} is not in super.users" in str(err.value)
+    assert channel_security(BrokerConfig({**trusted, "super.users": BROKER})) is not None
 
 
 def test_a_sasl_plaintext_inter_broker_listener_stops_the_broker(tmp_path: Path) -> None:
