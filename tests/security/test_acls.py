@@ -837,3 +837,18 @@ def test_the_cli_writes_the_first_acls_directly_to_a_brokers_files(
     assert removed.code == 0 and "removed 1 ACL(s)" in removed.out
     wait_for(lambda: not allowed(broker.kafka_server.authorizer, OP.ALTER, "kafka-cluster",
                                  "User:admin", rtype=RT.CLUSTER), 10, "the ACL to go")
+
+
+def test_a_creation_beyond_the_stored_bound_is_refused_and_changes_nothing(
+        make_kafka_broker: Callable[..., Any]) -> None:
+    """The ACL document's size bound (the metadata store's node limit) through CreateAcls:
+    every ACL of the request refused with the reason, none stored."""
+    broker = make_kafka_broker(**SUPER)
+    bs = broker.bootstrap_servers
+    assert roundtrip(bs, 30, 1, creations=[creation(1)]).results[0].error_code == 0
+    big = [creation(1, name=f"{i}-" + "x" * 30_000) for i in range(40)]  # 1.2 MB
+    refused = roundtrip(bs, 30, 1, creations=big)
+    assert {r.error_code for r in refused.results} == {-1}
+    assert "above the limit" in refused.results[0].error_message
+    assert broker.kafka_server.authorizer.acls(AclBindingFilter()) == [
+        acl("User:alice", OP.READ, "orders")]
