@@ -852,3 +852,104 @@ def test_a_creation_beyond_the_stored_bound_is_refused_and_changes_nothing(
     assert "above the limit" in refused.results[0].error_message
     assert broker.kafka_server.authorizer.acls(AclBindingFilter()) == [
         acl("User:alice", OP.READ, "orders")]
+
+
+# ---------------------------------------------------------------------- real SASL users
+
+PLAIN_USERS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+               'user_admin="admin-pw" user_alice="alice-pw" user_bob="bob-pw";')
+
+
+@pytest.fixture
+def sasl_acl_broker(make_kafka_broker: Callable[..., Any]) -> Any:
+    """A broker with one SASL_PLAINTEXT listener (PLAIN: admin, alice, bob), the ACL
+    authorizer and User:admin as its super user; topics orders, orders-eu, payments."""
+    broker = make_kafka_broker(**{
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS, **SUPER,
+        "super.users": "User:admin"})
+    for topic in ("orders", "orders-eu", "payments"):
+        broker.create_topic(topic, 1)
+    return broker
+
+
+def ck_conf(broker: Any, user: str) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-pw",
+            "socket.timeout.ms": 5000}
+
+
+def ck_produce(broker: Any, user: str, topic: str) -> str | None:
+    """Produce one record as ``user`` with librdkafka; None, or the error's name."""
+    from confluent_kafka import Producer
+
+    errors: list[Any] = []
+    producer = Producer({**ck_conf(broker, user), "message.timeout.ms": 8000})
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: errors.append(err))
+    producer.flush(15)
+    assert len(errors) == 1, "no delivery report within 15 s"
+    return None if errors[0] is None else errors[0].name()
+
+
+def grant(user: str, *ops: str, **cli: str) -> list[str]:
+    """``kafka-tiers acls add`` arguments (``cli`` as --flag value pairs)."""
+    args = ["--allow-principal", f"User:{user}"]
+    for op in ops:
+        args += ["--operation", op]
+    for flag, value in cli.items():
+        args += [f"--{flag.replace('_', '-')}", value]
+    return args
+
+
+def test_sasl_users_are_decided_by_acls_managed_by_the_super_user(
+        sasl_acl_broker: Any, tmp_path: Path) -> None:
+    """Read but not Write cannot produce; a prefixed ACL covers orders-*; deny wins over
+    allow; the ACLs are added with kafka-tiers acls as admin over SASL."""
+    from tests.cli_run import kt
+
+    admin_config = tmp_path / "admin.properties"
+    admin_config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        "username=\"admin\" password=\"admin-pw\";\n")
+    cmd = ["--bootstrap-server", sasl_acl_broker.bootstrap_servers, "--command-config",
+           str(admin_config), "--timeout", "5"]
+    for args in (grant("alice", "Read", topic="orders"),
+                 grant("bob", "Write", topic="orders-", resource_pattern_type="prefixed"),
+                 grant("alice", "Write", topic="payments"),
+                 ["--deny-principal", "User:alice", "--operation", "Write", "--topic",
+                  "payments"]):
+        ran = kt("acls", "add", *cmd, *args)
+        assert ran.code == 0, ran.err
+    assert ck_produce(sasl_acl_broker, "alice", "orders") == "TOPIC_AUTHORIZATION_FAILED"
+    assert ck_produce(sasl_acl_broker, "bob", "orders-eu") is None  # prefixed covers it
+    assert ck_produce(sasl_acl_broker, "bob", "orders") == "TOPIC_AUTHORIZATION_FAILED"
+    assert ck_produce(sasl_acl_broker, "alice", "payments") == "TOPIC_AUTHORIZATION_FAILED"
+    assert ck_produce(sasl_acl_broker, "admin", "orders") is None  # super user
+    # a non-super user may not manage ACLs
+    alice_config = tmp_path / "alice.properties"
+    alice_config.write_text(admin_config.read_text().replace("admin", "alice"))
+    refused = kt("acls", "add", "--bootstrap-server", sasl_acl_broker.bootstrap_servers,
+                 "--command-config", str(alice_config), "--timeout", "5",
+                 *grant("alice", "Write", topic="orders"))
+    assert refused.code == 2 and "CLUSTER_AUTHORIZATION_FAILED" in refused.err
+
+
+def test_kafka_python_producer_is_refused_write_it_was_not_granted(
+        sasl_acl_broker: Any) -> None:
+    import kafka.errors
+    from kafka import KafkaProducer
+
+    sasl_acl_broker.kafka_server.authorizer.create_acls(identity(), [
+        acl("User:alice", OP.READ, "orders"), acl("User:alice", OP.WRITE, "orders-",
+                                                  ptype=PT.PREFIXED)])
+    producer = KafkaProducer(bootstrap_servers=sasl_acl_broker.bootstrap_servers,
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                             sasl_plain_username="alice", sasl_plain_password="alice-pw",
+                             request_timeout_ms=5000, max_block_ms=8000, retries=0)
+    try:
+        producer.send("orders-eu", b"ok").get(timeout=10)
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            producer.send("orders", b"no").get(timeout=10)
+    finally:
+        producer.close(timeout=5)
