@@ -6,12 +6,14 @@ Two ways to reach the credentials:
 
 - ``--bootstrap-server HOST:PORT`` (or ``$KAFKA_TIERS_BOOTSTRAP``): the Kafka protocol,
   AlterUserScramCredentials and DescribeUserScramCredentials (the broker checks ALTER /
-  DESCRIBE on the cluster). The password is salted and iterated here; only the salted
-  password travels.
+  DESCRIBE on the cluster); ``--command-config FILE`` gives the client's security settings
+  (Kafka's client properties, read as ``kafka-tiers acls`` reads them). The password is
+  salted and iterated here; only the salted password travels.
 - ``--dir DIR``: the security state written directly, for the first admin user before anyone
   can log in: a stopped cluster's directory (``kafka-tiers cluster start --dir``), or a
-  standalone broker's first log dir; only for the user owning those files. ``--zookeeper-
-  connect`` does the same through a cluster's ZooKeeper.
+  standalone broker's first log dir; ``--config server.properties``: the metadata store of
+  that broker; ``--zookeeper-connect``: a cluster's ZooKeeper. Only for the user owning those
+  files.
 
 A password is never a plain argument (it would land in the shell history and in ``ps``):
 ``--password-file FILE`` (its first line), ``--password-stdin`` (one line), or, on a
@@ -41,6 +43,10 @@ _WHERE = [
                  help="Kafka listeners to ask (AlterUserScramCredentials / "
                  "DescribeUserScramCredentials; default: $KAFKA_TIERS_BOOTSTRAP, else "
                  "127.0.0.1:9092)."),
+    click.option("--command-config", type=click.Path(dir_okay=False),
+                 help="Kafka client properties for --bootstrap-server: security.protocol, "
+                 "ssl.truststore.location, sasl.mechanism, sasl.jaas.config (as kafka-configs "
+                 "--command-config)."),
     click.option("--dir", "directory", type=click.Path(file_okay=False),
                  help="Write directly (no broker): a stopped cluster's directory (kafka-tiers "
                  "cluster start --dir) or a standalone broker's first log dir; files must "
@@ -116,14 +122,18 @@ class Where:
     """Where a command finds the credentials: the Kafka protocol (``bootstrap``), or directly
     a directory, a broker's config file or a ZooKeeper."""
 
-    def __init__(self, bootstrap: str | None, directory: str | None, config_path: str | None,
+    def __init__(self, bootstrap: str | None, command_config: str | None,
+                 directory: str | None, config_path: str | None,
                  zookeeper_connect: str | None, timeout: float) -> None:
         given = [n for n, v in (("--bootstrap-server", bootstrap), ("--dir", directory),
                                 ("--config", config_path),
                                 ("--zookeeper-connect", zookeeper_connect)) if v]
         if len(given) > 1:
             raise click.UsageError(f"give one of {', '.join(given)}")
+        if command_config and given and given[0] != "--bootstrap-server":
+            raise click.UsageError(f"--command-config is for --bootstrap-server, not {given[0]}")
         self.bootstrap = bootstrap
+        self.command_config = command_config
         self.directory = directory
         self.config_path = config_path
         self.zookeeper_connect = zookeeper_connect
@@ -163,6 +173,7 @@ def _user(user: str | None, user_option: str | None) -> str:
 
 
 def _admin(at: Where) -> Any:
+    from kafka_tiers.cli.acls import client_settings
     from kafka_tiers.cli.cluster import parse_bootstrap
     from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
@@ -172,7 +183,7 @@ def _admin(at: Where) -> Any:
         servers = parse_bootstrap(os.environ["KAFKA_TIERS_BOOTSTRAP"], "$KAFKA_TIERS_BOOTSTRAP")
     else:
         servers = ["127.0.0.1:9092"]
-    return KafkaAdmin(servers, timeout=at.timeout)
+    return KafkaAdmin(servers, timeout=at.timeout, settings=client_settings(at.command_config))
 
 
 def _alter(at: Where, alteration: Any, user: str, what: str) -> None:

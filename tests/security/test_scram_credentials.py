@@ -639,3 +639,42 @@ def test_cli_config_writes_the_store_of_a_brokers_server_properties(tmp_path: Pa
     assert ran.code == 2 and "differ" in ran.err
     ran = kt("scram", "add", "admin", "--dir", str(tmp_path), "--config", str(props))
     assert ran.code == 2 and "give one of --dir, --config" in ran.err
+
+
+def test_cli_over_an_authenticated_listener_with_command_config(
+        make_kafka_broker: Callable[..., Any], tmp_path: Path) -> None:
+    """The whole story: the first admin written with --dir, then users managed through the
+    SCRAM listener as that admin (a super user); a user without ALTER on the cluster is
+    refused."""
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker(**{
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "authorizer.class.name": "acl", "super.users": "User:admin"})
+    log_dir = broker.config["log.dirs"][0]
+    for user in ("admin", "alice"):
+        (tmp_path / user).write_text(f"{user}-secret\n")
+        ran = kt("scram", "add", user, "--password-file", str(tmp_path / user), "--dir",
+                 str(log_dir))
+        assert ran.code == 0, ran.err
+
+    def props(user: str) -> str:
+        path = tmp_path / f"{user}.properties"
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.scram."
+                        f'ScramLoginModule required username="{user}" '
+                        f'password="{user}-secret";\n')
+        return str(path)
+
+    where = ("--bootstrap-server", broker.bootstrap_servers, "--timeout", "10")
+    wait_for(lambda: kt("scram", "list", *where, "--command-config", props("admin")).code == 0,
+             5.0, "the broker to see the admin written with --dir")
+    code, out = kt_stdin("bob-pw\n", "scram", "add", "bob", "--password-stdin", *where,
+                         "--command-config", props("admin"))
+    assert code == 0, out
+    code, out = kt_stdin("eve-pw\n", "scram", "add", "eve", "--password-stdin", *where,
+                         "--command-config", props("alice"))
+    assert code == 2 and "not authorized to alter" in out and "eve-pw" not in out, out
+    ran = kt("scram", "list", "--format", "json", *where, "--command-config", props("admin"))
+    assert [u["user"] for u in json.loads(ran.out)["users"]] == ["admin", "alice", "bob"]
