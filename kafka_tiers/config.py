@@ -662,13 +662,21 @@ def _check_distinct_dirs(name: str, dirs: list[Any]) -> None:
         seen[norm] = str(d)
 
 
+#: Kafka's per-listener override of a key: ``listener.name.<listener>.<key>``
+_LISTENER_OVERRIDE = re.compile(r"listener\.name\.[A-Za-z0-9_]+\.(?P<key>.+)")
+
+
 def _warnings(raw: Mapping[str, Any], keys: Mapping[str, ConfigKey]) -> list[str]:
-    """Unknown keys (with the closest known key), then the ignored Kafka keys."""
+    """Unknown keys (with the closest known key), then the ignored Kafka keys. A per-listener
+    override of a declared key (``listener.name.ssl.ssl.client.auth``) is neither."""
     known = set(keys) | {a for k in keys.values() for a in k.aliases}
     unknown: list[str] = []
     ignored: list[str] = []
     for name in sorted(raw):
         if name in known or name.startswith(PLUGIN_KEY_PREFIXES):
+            continue
+        override = _LISTENER_OVERRIDE.fullmatch(name)
+        if override is not None and override["key"] in known:
             continue
         (ignored if is_kafka_broker_key(name) else unknown).append(name)
     out = []

@@ -48,9 +48,9 @@ def test_plugin_prefixed_keys_are_not_unknown() -> None:
 
 def test_kafka_keys_we_do_not_implement_are_listed_as_ignored() -> None:
     cfg = BrokerConfig({"num.network.threads": "3", "num.io.threads": "8",
-                        "ssl.keystore.location": "/k", "broker.id": "1"})
+                        "ssl.keymanager.algorithm": "SunX509", "broker.id": "1"})
     assert cfg.warnings == ["Kafka broker keys kafka-tiers does not implement, ignored: "
-                            "num.io.threads, num.network.threads, ssl.keystore.location"]
+                            "num.io.threads, num.network.threads, ssl.keymanager.algorithm"]
 
 
 def test_node_id_is_an_alias_of_broker_id(tmp_path: Path) -> None:

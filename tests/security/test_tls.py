@@ -599,3 +599,10 @@ def test_pem_text_on_one_line_is_accepted(certs: TestCerts) -> None:
         "listener.name.ssl.ssl.keystore.key": broker_key}), "SSL")
     assert settings.keys["ssl.keystore.key"] == "listener.name.ssl.ssl.keystore.key"
     assert settings.keystore_key is not None and "PRIVATE" not in repr(settings)
+
+
+def test_a_per_listener_tls_key_is_not_reported_as_ignored() -> None:
+    cfg = BrokerConfig({"listener.name.ssl.ssl.client.auth": "required",
+                        "listener.name.ssl.ssl.keymanager.algorithm": "SunX509"})
+    assert cfg.warnings == ["Kafka broker keys kafka-tiers does not implement, ignored: "
+                            "listener.name.ssl.ssl.keymanager.algorithm"]
