@@ -953,3 +953,46 @@ def test_kafka_python_producer_is_refused_write_it_was_not_granted(
             producer.send("orders", b"no").get(timeout=10)
     finally:
         producer.close(timeout=5)
+
+
+@pytest.mark.servers
+def test_acls_in_zookeeper_reach_another_brokers_authorizer(zookeeper_server: Any) -> None:
+    """Two brokers' authorizers over one ZooKeeper (two sessions): an ACL created through
+    one decides on the other, through the store's watch."""
+    import time
+
+    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+    from kafka_tiers.kafka.security.state_store import MetadataStoreStateStore
+
+    chroot = f"/acls-{time.monotonic_ns()}"
+    admin = zookeeper_server.client()
+    try:
+        admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+        admin.close()
+    zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
+    for zk in zks:
+        zk.start()
+    stores = [MetadataStoreStateStore(zk) for zk in zks]
+    try:
+        authorizers = []
+        for store in stores:
+            a = AclAuthorizer()
+            a.configure({})
+            a.start(StateStoreAclStorage(store))
+            authorizers.append(a)
+        assert authorizers[0].create_acls(identity(), [
+            acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]) == [None]
+        assert allowed(authorizers[0], OP.WRITE, "orders-eu")  # at once where created
+        wait_for(lambda: allowed(authorizers[1], OP.WRITE, "orders-eu"), 10,
+                 "the other session's watch")
+        assert authorizers[1].delete_acls(identity(), [AclBindingFilter()]) == [[
+            acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]]
+        wait_for(lambda: not allowed(authorizers[0], OP.WRITE, "orders-eu"), 10,
+                 "the deletion to reach the first session")
+    finally:
+        for s in stores:
+            s.close()
+        for zk in zks:
+            zk.close()
