@@ -428,3 +428,55 @@ def test_other_users_go_through_the_kafka_listener_with_command_config(
     code, _, err = cli(capsys, "topics", "list", "--dir", str(d),
                        "--command-config", str(props))
     assert code != 0 and "--command-config is for Kafka listeners" in err
+
+
+def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
+        tmp_path: Path, certs: TestCerts, capsys: pytest.CaptureFixture[str]) -> None:
+    # the real `cluster start` process: its brokers talk TLS, it writes the admin channel's
+    # file, and a command given --dir reaches it with the brokers' identity
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    from tests.cluster.processes import watch_stdout
+
+    keystore = shutil.copy(certs.broker_keystore, tmp_path / "broker-keystore.pem")
+    Path(keystore).chmod(0o600)
+    d = tmp_path / "c"
+    settings = {"security.inter.broker.protocol": "SSL", "ssl.keystore.location": keystore,
+                "ssl.truststore.location": certs.ca_cert, "super.users": BROKER}
+    args = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "2",
+         "--dir", str(d), "--status-interval", "30", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=str(Path(__file__).resolve().parents[2]))
+    lines: list[str] = []
+    running = watch_stdout(proc, "running; bootstrap", lines)
+    try:
+        assert running.wait(60), "".join(lines)
+        channel = d / CHANNEL_FILE
+        assert channel.exists() and channel.stat().st_mode & 0o777 == 0o600
+        code, out, err = cli(capsys, "topics", "create", "secured", "--partitions", "1",
+                             "--replication-factor", "2", "--dir", str(d))
+        assert code == 0, err
+        code, out, err = cli(capsys, "topics", "list", "--dir", str(d))
+        assert code == 0 and "secured" in out
+        plain = TcpClient()  # the brokers' internal ports refuse a plaintext peer
+        try:
+            from kafka_tiers.placement.cluster_file import read_cluster_file
+
+            with pytest.raises(TransportError):
+                plain.send(read_cluster_file(d / "cluster.json").bootstrap[0],
+                           ApiKey.METADATA, {}, timeout=5)
+        finally:
+            plain.close()
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, "".join(lines)
