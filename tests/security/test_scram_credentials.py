@@ -678,3 +678,22 @@ def test_cli_over_an_authenticated_listener_with_command_config(
     assert code == 2 and "not authorized to alter" in out and "eve-pw" not in out, out
     ran = kt("scram", "list", "--format", "json", *where, "--command-config", props("admin"))
     assert [u["user"] for u in json.loads(ran.out)["users"]] == ["admin", "alice", "bob"]
+
+
+def test_a_change_beyond_the_document_bound_is_refused_whole(
+        make_kafka_broker: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_tiers.kafka.security import state_store
+    from kafka_tiers.kafka.security.scram_credentials import credentials_of
+    from tests.kafka.raw_requests import RawConnection
+
+    broker = make_kafka_broker()
+    monkeypatch.setattr(state_store, "MAX_DOCUMENT_BYTES", 1500)
+    with RawConnection(broker.bootstrap_servers) as conn:
+        resp = conn.call(51, 0, deletions=[], upsertions=[
+            ("u1", 2, 4096, b"s", b"p" * 64), ("u2", 2, 4096, b"s", b"p" * 64)])
+        assert [r.error_code for r in resp.results] == [0, 0]
+        resp = conn.call(51, 0, deletions=[("u1", 2)], upsertions=[
+            (f"v{i}", 2, 4096, b"s", b"p" * 64) for i in range(5)])
+        assert {r.error_code for r in resp.results} == {-1}
+        assert "above the limit of 1500" in resp.results[0].error_message
+    assert sorted(credentials_of(broker.kafka_server).describe()) == ["u1", "u2"]
