@@ -92,7 +92,7 @@ API_RULES: Mapping[int, tuple[Rule, ...]] = {
     2: (_rule(_O.DESCRIBE, _T, "each topic (per partition)"),),  # ListOffsets
     3: (_rule(_O.DESCRIBE, _T, "each topic named; listing all topics hides the others",  # Metadata
               TOPIC_AUTHORIZATION_FAILED),
-        _rule(_O.CREATE, _C, "auto-creating a topic, or CREATE on the topic",
+        _rule(_O.CREATE, _C, "auto-creating any topic (else CREATE on the topic)",
               TOPIC_AUTHORIZATION_FAILED),
         _rule(_O.CREATE, _T, "auto-creating the topic, without CREATE on the cluster")),
     8: (_rule(_O.READ, _G, "the group (whole request)"),  # OffsetCommit
