@@ -163,6 +163,16 @@ def test_wildcards_principal_host_and_resource() -> None:
     assert not allowed(a, OP.READ, "whatever", "User:carol", rtype=RT.GROUP)
 
 
+def test_hosts_match_however_the_address_is_written() -> None:
+    a = authorizer(acl("User:alice", OP.READ, "t", host="0:0:0:0:0:0:0:1"),
+                   acl("User:alice", OP.WRITE, "t", host="10.0.0.7"))
+    assert allowed(a, OP.READ, "t", host="::1")
+    assert allowed(a, OP.WRITE, "t", host="::ffff:10.0.0.7")  # a dual-stack listener's peer
+    assert not allowed(a, OP.WRITE, "t", host="10.0.0.8")
+    # the ACL is listed as it was given
+    assert a.acls(AclBindingFilter(operation=OP.READ))[0].entry.host == "0:0:0:0:0:0:0:1"
+
+
 def test_implied_operations_are_allow_only_as_kafka() -> None:
     for op in (OP.READ, OP.WRITE, OP.DELETE, OP.ALTER):
         assert allowed(authorizer(acl("User:alice", op, "t")), OP.DESCRIBE, "t"), op

@@ -11,7 +11,8 @@ Decisions, as Kafka's (``AclAuthorizer.authorizeAction``):
 - when no ACL applies to the resource at all (whoever it names), ``allow.everyone.if.no.acl.
   found`` decides (false by default: denied);
 - an ACL matches the request when its principal is the request's or ``User:*``, its host the
-  client's IP address or ``*``, and its operation the one asked or ``ALL``;
+  client's IP address (compared in one spelling, :func:`canonical_host`) or ``*``, and its
+  operation the one asked or ``ALL``;
 - a matching DENY denies, whatever allows;
 - else a matching ALLOW allows. An ALLOW of READ, WRITE, DELETE or ALTER also allows
   DESCRIBE, and an ALLOW of ALTER_CONFIGS allows DESCRIBE_CONFIGS; a DENY implies nothing (a
@@ -26,6 +27,8 @@ go through the storage, which delivers the new set to this broker's watch before
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -88,6 +91,23 @@ KAFKA_CLASS_NAMES = ("kafka.security.authorizer.AclAuthorizer",
                      "kafka.security.auth.SimpleAclAuthorizer")
 
 _Entries = tuple[AccessControlEntry, ...]
+#: the operations an ALLOW must name for each operation asked (itself, or what implies it)
+_ALLOWED_BY: dict[AclOperation, frozenset[AclOperation]] = {
+    op: IMPLIED_BY.get(op, frozenset({op})) for op in AclOperation}
+
+
+@functools.lru_cache(maxsize=4096)
+def canonical_host(host: str) -> str:
+    """An IP address in one spelling (``::1`` for ``0:0:0:0:0:0:0:1``; an IPv4-mapped IPv6
+    address as its IPv4 address, as Java reports a dual-stack client), so an ACL's host
+    matches the client's however either is written; anything else as it is (``*``)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
 
 
 def binding_problem(binding: AclBinding) -> str | None:
@@ -152,11 +172,14 @@ class AclIndex:
         prefixed: dict[ResourceType, dict[str, list[AccessControlEntry]]] = {}
         unique = dict.fromkeys(bindings)
         for b in unique:
-            p = b.pattern
+            p, e = b.pattern, b.entry
+            host = canonical_host(e.host)
+            if host != e.host:  # decisions compare canonical addresses
+                e = AccessControlEntry(e.principal, host, e.operation, e.permission_type)
             if p.pattern_type == PatternType.LITERAL:
-                literal.setdefault((p.resource_type, p.name), []).append(b.entry)
+                literal.setdefault((p.resource_type, p.name), []).append(e)
             elif p.pattern_type == PatternType.PREFIXED:
-                prefixed.setdefault(p.resource_type, {}).setdefault(p.name, []).append(b.entry)
+                prefixed.setdefault(p.resource_type, {}).setdefault(p.name, []).append(e)
         #: every ACL of the index, each once
         self.bindings: tuple[AclBinding, ...] = tuple(unique)
         self._literal: dict[tuple[ResourceType, str], _Entries] = {
@@ -196,7 +219,7 @@ def decide(entries: Sequence[AccessControlEntry], principal: str, host: str,
     """Whether ``entries`` (those applying to one resource, at least one) allow
     ``principal`` from ``host`` to perform ``operation``: no matching DENY and a matching
     ALLOW (the module docstring's rules)."""
-    allowed_by = IMPLIED_BY.get(operation, frozenset({operation}))
+    allowed_by = _ALLOWED_BY[operation]
     allow = False
     for e in entries:
         if e.principal != principal and e.principal != WILDCARD_PRINCIPAL:
@@ -270,13 +293,14 @@ class AclAuthorizer(Authorizer):
         if principal in self.super_users:
             return [AuthorizationResult.ALLOWED] * len(actions)
         index = self._index
+        host = canonical_host(identity.client_address)
         results = []
         for action in actions:
             entries = index.matching(action.resource_type, action.name)
             if not entries:
                 ok = self.allow_everyone_if_no_acl_found
             else:
-                ok = decide(entries, principal, identity.client_address, action.operation)
+                ok = decide(entries, principal, host, action.operation)
             results.append(AuthorizationResult.ALLOWED if ok else AuthorizationResult.DENIED)
         return results
 
@@ -349,6 +373,7 @@ __all__ = [
     "AclAuthorizer",
     "AclIndex",
     "binding_problem",
+    "canonical_host",
     "decide",
     "parse_super_users",
 ]
