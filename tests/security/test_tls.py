@@ -606,3 +606,43 @@ def test_a_per_listener_tls_key_is_not_reported_as_ignored() -> None:
                         "listener.name.ssl.ssl.keymanager.algorithm": "SunX509"})
     assert cfg.warnings == ["Kafka broker keys kafka-tiers does not implement, ignored: "
                             "listener.name.ssl.ssl.keymanager.algorithm"]
+
+
+def _framed(api_key: int, version: int, corr: int, client_id: str, **fields: Any) -> bytes:
+    from kafka_tiers.kafka.codec import REQUESTS
+
+    req = REQUESTS[api_key][version](**fields)
+    req.with_header(correlation_id=corr, client_id=client_id)
+    return bytes(req.encode(header=True, framed=True))
+
+
+def test_a_frame_that_waited_for_memory_is_read_from_the_tls_buffer(
+        make_kafka_broker: Callable[..., Broker], certs: TestCerts) -> None:
+    """A frame whose bytes OpenSSL already decrypted while it waited for
+    ``queued.max.request.bytes`` is read as soon as memory frees: the selector would never
+    report them (the connection would stall until request.timeout.ms)."""
+    from tests.kafka.request_builder import request_fields
+
+    broker = make_kafka_broker(**ssl_broker_config(certs, **{
+        "queued.max.request.bytes": "16000", "request.timeout.ms": "8000"}))
+    broker.create_topic("idle", 1, {})
+    address = listener_address(broker, "SSL")
+    fields = request_fields(1, 4, "idle", 0)
+    # A: a long-polling Fetch of 8000 bytes holds its memory for about 1.5 s
+    fetch = _framed(1, 4, 1, "a" * 7950, replica_id=-1, max_wait_ms=1500, min_bytes=1,
+                    max_bytes=1 << 20, isolation_level=0, **fields)
+    assert 8000 <= len(fetch) < 9000
+    # B: an ApiVersions of 8000 bytes, whole in one TLS record, that must wait for A's memory
+    versions = _framed(18, 0, 2, "b" * 7990)
+    with python_tls_peer(address, certs) as a, python_tls_peer(address, certs) as b:
+        a.sendall(fetch)
+        time.sleep(0.3)  # A's frame is reserved and in flight
+        started = time.monotonic()
+        b.sendall(versions)
+        b.settimeout(6)
+        head = b.recv(4)
+        assert len(head) == 4, "B stalled: its decrypted bytes were never read"
+        waited = time.monotonic() - started
+        assert 0.5 < waited < 4, waited  # it waited for A's memory, then was served
+        a.settimeout(6)
+        assert len(a.recv(4)) == 4
