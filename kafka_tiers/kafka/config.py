@@ -30,7 +30,8 @@ KAFKA_LISTENER_KEYS: tuple[ConfigKey, ...] = (
               "127.0.0.1 for an empty or wildcard host)."),
     ConfigKey("listener.security.protocol.map", String(), None,
               "NAME:PROTOCOL,... (Kafka's default maps PLAINTEXT, SSL, SASL_PLAINTEXT and "
-              "SASL_SSL to themselves); PLAINTEXT is served today."),
+              "SASL_SSL to themselves); the protocols served and their keys: "
+              "docs/security.md."),
     ConfigKey("max.connections", Int(min=1, bits=32), None,
               "Kafka-protocol connections open at once per broker; more are closed at once "
               "(one WARN a minute). Unset: the process's open-file limit (RLIMIT_NOFILE) less "
