@@ -33,6 +33,7 @@ from kafka_tiers.api.authorizer import (
     Action,
     AuthorizationResult,
     Authorizer,
+    KafkaPrincipal,
     PatternType,
     RequestIdentity,
     ResourcePattern,
@@ -50,6 +51,7 @@ from kafka_tiers.kafka.security.api_rules import (
     SUPPORTED_OPERATIONS,
     TOPIC_AUTHORIZATION_FAILED,
 )
+from kafka_tiers.kafka.security.authorization import check_by_resource_type
 from kafka_tiers.kafka.topic_ids import topic_id
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from tests.broker.helpers import make_broker, shutdown_brokers  # noqa: F401
@@ -842,3 +844,155 @@ def test_a_forwarded_admin_request_is_checked_before_it_is_forwarded(
     got = {t.name: t.error_code for t in resp.responses}
     assert got["fwd-denied"] == TOPIC_AUTHORIZATION_FAILED and got["fwd-ok"] == 0
     assert {Op.CREATE, Op.DELETE} <= set(authz.asked_for(R.TOPIC, "fwd-denied"))
+
+
+# ---------------------------------------------------------------------- real users, real ACLs
+PLAIN_USERS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+               'user_admin="admin-pw" user_alice="alice-pw" user_bob="bob-pw";')
+ADMIN = RequestIdentity(KafkaPrincipal.parse("User:admin"), "127.0.0.1", "SASL_PLAINTEXT",
+                        "SASL_PLAINTEXT")
+
+
+def _acl(principal: str, op: AclOperation, rtype: ResourceType, name: str, *,
+         prefixed: bool = False, deny: bool = False) -> AclBinding:
+    return AclBinding(ResourcePattern(rtype, name, PatternType.PREFIXED if prefixed
+                                      else PatternType.LITERAL),
+                      AccessControlEntry(principal, "*", op, AclPermissionType.DENY if deny
+                                         else AclPermissionType.ALLOW))
+
+
+@pytest.fixture
+def acl_broker(make_kafka_broker: Callable[..., Broker]) -> Broker:
+    """A broker with one SASL_PLAINTEXT listener (PLAIN users admin, alice, bob), the
+    built-in ACL authorizer and User:admin as super user; topics orders, orders-eu, payments,
+    one record in orders."""
+    b = make_kafka_broker(**{
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS,
+        "authorizer.class.name": "acl", "super.users": "User:admin"})
+    for t in ("orders", "orders-eu", "payments"):
+        b.create_topic(t, 1)
+    b.produce(TopicPartition("orders", 0), [(b"k", b"first")])
+    return b
+
+
+def _grant(b: Broker, *acls: AclBinding) -> None:
+    assert b.kafka_server is not None and b.kafka_server.authorizer is not None
+    assert b.kafka_server.authorizer.create_acls(ADMIN, acls) == [None] * len(acls)
+
+
+def _sasl(b: Broker, user: str) -> dict[str, Any]:
+    return {"bootstrap.servers": b.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-pw"}
+
+
+def _kp_admin(b: Broker, user: str) -> Any:
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=b.bootstrap_servers,
+                            security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                            sasl_plain_username=user, sasl_plain_password=f"{user}-pw",
+                            request_timeout_ms=5000)
+
+
+def test_a_user_sees_only_the_topics_it_may_describe_and_joins_only_its_group(
+        acl_broker: Broker) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    _grant(acl_broker, _acl("User:alice", Op.READ, R.TOPIC, "orders"),
+           _acl("User:alice", Op.READ, R.GROUP, "orders-readers"),
+           _acl("User:alice", Op.DESCRIBE, R.GROUP, "other"))
+    topics = AdminClient({**_sasl(acl_broker, "alice"), "socket.timeout.ms": 5000}
+                         ).list_topics(timeout=10).topics
+    assert set(topics) == {"orders"}  # READ implies DESCRIBE; the others are invisible
+    conf = confluent_consumer_conf(acl_broker.bootstrap_servers, "orders-readers",
+                                   **{k.replace(".", "_"): v
+                                      for k, v in _sasl(acl_broker, "alice").items()})
+    consumer = Consumer(conf)
+    try:
+        consumer.subscribe(["orders"])
+        deadline, msg = time.monotonic() + 20, None
+        while msg is None and time.monotonic() < deadline:
+            got = consumer.poll(0.5)
+            if got is not None and got.error() is None:
+                msg = got
+            elif got is not None:
+                pytest.fail(f"consumer error: {got.error()}")
+        assert msg is not None and msg.value() == b"first"
+    finally:
+        consumer.close()
+    consumer = Consumer({**conf, "group.id": "other"})
+    try:
+        consumer.subscribe(["orders"])
+        deadline, error = time.monotonic() + 15, None
+        while error is None and time.monotonic() < deadline:
+            got = consumer.poll(0.5)
+            if got is not None and got.error() is not None:
+                error = got.error()
+            elif got is not None:
+                pytest.fail("consumed without READ on the group")
+    finally:
+        consumer.close()
+    assert error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_a_non_super_user_cannot_delete_topics_move_replicas_or_reassign(
+        acl_broker: Broker) -> None:
+    import kafka.errors as ke
+    from kafka.structs import TopicPartition as KTP
+    from kafka.structs import TopicPartitionReplica
+
+    _grant(acl_broker, _acl("User:alice", Op.ALL, R.TOPIC, "orders"))
+    log_dir = str(acl_broker.log_manager.log_dirs[0]) if acl_broker.log_manager else "/x"
+    admin = _kp_admin(acl_broker, "alice")
+    try:
+        with pytest.raises(ke.ClusterAuthorizationFailedError):
+            admin.alter_partition_reassignments({KTP("orders", 0): [1]})
+        with pytest.raises(ke.ClusterAuthorizationFailedError):
+            admin.list_partition_reassignments()
+        try:
+            moved = repr(admin.alter_replica_log_dirs(
+                {TopicPartitionReplica("orders", 0, acl_broker.broker_id): log_dir}))
+        except ke.ClusterAuthorizationFailedError as exc:
+            moved = repr(exc)
+        assert "ClusterAuthorizationFailed" in moved, moved
+        try:
+            deleted = repr(admin.delete_topics(["payments"]))
+        except ke.TopicAuthorizationFailedError as exc:
+            deleted = repr(exc)
+        assert "TopicAuthorizationFailed" in deleted, deleted
+    finally:
+        admin.close()
+    assert "payments" in acl_broker.topics()
+    admin = _kp_admin(acl_broker, "admin")  # the super user may
+    try:
+        admin.delete_topics(["payments"])
+    finally:
+        admin.close()
+    assert "payments" not in acl_broker.topics()
+
+
+def test_a_prefixed_write_acl_admits_an_idempotent_producer_and_a_deny_wins(
+        acl_broker: Broker) -> None:
+    """InitProducerId needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic: bob's
+    prefixed WRITE on ``orders-`` is enough (KIP-679); a prefixed DENY covering it is not."""
+    _grant(acl_broker, _acl("User:bob", Op.WRITE, R.TOPIC, "orders-", prefixed=True))
+    errors: list[Any] = []
+    producer = Producer({**_sasl(acl_broker, "bob"), "enable.idempotence": True,
+                         "message.timeout.ms": 8000, "socket.timeout.ms": 5000})
+    try:
+        producer.produce("orders-eu", b"idempotent", on_delivery=lambda e, m: errors.append(e))
+        producer.produce("orders", b"denied", on_delivery=lambda e, m: errors.append(e))
+        producer.flush(15)
+    finally:
+        producer.close()
+    assert sorted(str(e and e.name()) for e in errors) == ["None", "TOPIC_AUTHORIZATION_FAILED"]
+    server = acl_broker.kafka_server
+    assert server is not None
+    bob = RequestIdentity(KafkaPrincipal.parse("User:bob"), "127.0.0.1", "SASL_PLAINTEXT",
+                          "SASL_PLAINTEXT")
+    assert check_by_resource_type(server, bob, Op.WRITE, R.TOPIC)
+    _grant(acl_broker, _acl("User:bob", Op.WRITE, R.TOPIC, "orders", prefixed=True, deny=True))
+    assert not check_by_resource_type(server, bob, Op.WRITE, R.TOPIC)
+    assert check_by_resource_type(server, ADMIN, Op.WRITE, R.TOPIC)  # a super user
