@@ -573,7 +573,7 @@ def test_confluent_consumer_without_group_read_cannot_join(broker: Broker,
             if msg is not None and msg.error() is not None:
                 error = msg.error()
             elif msg is not None:
-                pytest.fail(f"a record was consumed without READ on the group: {msg.value()}")
+                pytest.fail(f"a record was consumed without READ on the group: {msg.value()!r}")
     finally:
         consumer.close()
     assert error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
@@ -825,6 +825,7 @@ def test_a_forwarded_admin_request_is_checked_before_it_is_forwarded(
     c = make_kafka_cluster(brokers=3)
     c.wait_until(lambda: c.controller_id() is not None, 15, "a controller")
     ctl = c.controller_id()
+    assert ctl is not None
     other = next(b for bid, b in c.brokers.items() if bid != ctl)
     assert other.kafka_server is not None
     authz = TableAuthorizer((Op.CREATE, R.TOPIC, "fwd-ok"), (Op.DELETE, R.TOPIC, "fwd-ok"))
