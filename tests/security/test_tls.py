@@ -646,3 +646,18 @@ def test_a_frame_that_waited_for_memory_is_read_from_the_tls_buffer(
         assert 0.5 < waited < 4, waited  # it waited for A's memory, then was served
         a.settimeout(6)
         assert len(a.recv(4)) == 4
+
+
+def test_kcat_with_and_without_a_client_certificate(make_kafka_broker: Callable[..., Broker],
+                                                    certs: TestCerts, kcat: str) -> None:
+    broker = make_kafka_broker(**ssl_broker_config(certs, **{"ssl.client.auth": "required"}))
+    broker.create_topic("kcat-mtls", 1, {})
+    base = [kcat, "-b", broker.bootstrap_servers, "-X", "security.protocol=ssl",
+            "-X", f"ssl.ca.location={certs.ca_cert}", "-m", "3"]
+    refused = subprocess.run([*base, "-L"], capture_output=True, timeout=30)
+    assert refused.returncode != 0
+    assert b"certificate required" in refused.stderr
+    mtls = [*base, "-X", f"ssl.certificate.location={certs.client_cert}",
+            "-X", f"ssl.key.location={certs.client_key}"]
+    listed = subprocess.run([*mtls, "-L"], capture_output=True, timeout=30, check=True)
+    assert b"kcat-mtls" in listed.stdout
