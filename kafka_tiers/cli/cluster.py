@@ -127,12 +127,16 @@ _CONNECT = [
     click.option("--dir", "directory", type=click.Path(file_okay=False),
                  help=f"The directory of `kafka-tiers cluster start` (default ./{DEFAULT_DIR}); "
                  "when its brokers talk TLS, only the user owning their key may use it."),
-    click.option("--command-config", type=click.Path(dir_okay=False), expose_value=False,
-                 callback=lambda ctx, _p, v: ctx.meta.__setitem__(_COMMAND_CONFIG, v),
-                 help="Kafka client properties for --bootstrap-server: security.protocol, "
-                 "ssl.truststore.location, ssl.keystore.location, sasl.mechanism, "
-                 "sasl.jaas.config (as kafka-acls --command-config)."),
 ]
+#: ``--command-config FILE``: the Kafka client properties of ``--bootstrap-server`` (kept in
+#: the click context for :func:`open_client`; commands take no argument for it)
+COMMAND_CONFIG_OPTION = click.option(
+    "--command-config", type=click.Path(dir_okay=False), expose_value=False,
+    callback=lambda ctx, _p, v: ctx.meta.__setitem__(_COMMAND_CONFIG, v),
+    help="Kafka client properties for --bootstrap-server: security.protocol, "
+    "ssl.truststore.location, ssl.keystore.location, sasl.mechanism, sasl.jaas.config (as "
+    "Kafka's tools take with --command-config).")
+_CONNECT.append(COMMAND_CONFIG_OPTION)
 #: where the ``--command-config`` path is kept in the click context
 _COMMAND_CONFIG = "kafka_tiers.command_config"
 
@@ -679,5 +683,5 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "replace")
 
 
-__all__ = ["CLUSTER_FILE", "DEFAULT_DIR", "cluster", "parse_bootstrap", "reassign_on_cluster",
-           "run_reassignment", "topics", "verify_rows"]
+__all__ = ["CLUSTER_FILE", "COMMAND_CONFIG_OPTION", "DEFAULT_DIR", "cluster", "parse_bootstrap",
+           "reassign_on_cluster", "run_reassignment", "topics", "verify_rows"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kafka_tiers.cli.cluster import COMMAND_CONFIG_OPTION
 from kafka_tiers.cli.output import broker_ids_callback, check_output_file, console, emit_json
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ def descriptions_of(dirs: list[dict[str, Any]]) -> list[Any]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="The broker's server.properties (its log.dirs are described).")
 @_BOOTSTRAP
+@COMMAND_CONFIG_OPTION
 @click.option("--broker-ids", callback=broker_ids_callback,
               help="With --bootstrap-server: only these brokers, e.g. 1,2 (default all).")
 @click.option("--log-dirs", "only_dirs", callback=_csv, help="Only these dirs: d1,d2.")
@@ -250,6 +252,7 @@ def plan_moves(descs: list[Any]) -> list[tuple[Any, str, str]]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="The broker's server.properties.")
 @_BOOTSTRAP
+@COMMAND_CONFIG_OPTION
 @click.option("--broker-id", type=click.IntRange(min=0),
               help="With --bootstrap-server: the broker whose log dirs to even out.")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True),

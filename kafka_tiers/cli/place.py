@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from kafka_tiers.cli.cluster import COMMAND_CONFIG_OPTION
 from kafka_tiers.cli.output import broker_ids_callback, console, emit_json
 
 
@@ -17,6 +18,7 @@ from kafka_tiers.cli.output import broker_ids_callback, console, emit_json
               help="Instead of --cluster: a running cluster's Kafka listeners (also Apache "
               "Kafka); its brokers, racks and current assignments are read through the Kafka "
               "protocol (Metadata, DescribeCluster).")
+@COMMAND_CONFIG_OPTION
 @click.option("--partitions", type=click.IntRange(min=1), required=True,
               help="How many partitions to place.")
 @click.option("--replication-factor", type=int, required=True, help="Replicas per partition.")

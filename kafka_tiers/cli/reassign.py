@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafka_tiers.cli.cluster import COMMAND_CONFIG_OPTION
 from kafka_tiers.cli.output import check_seconds, console, emit_json, read_json
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*")
@@ -197,6 +198,7 @@ def verify_rows(dirs: list[str], local: dict[Any, str]) -> list[dict[str, Any]]:
               "through the Kafka protocol (AlterReplicaLogDirs, AlterPartitionReassignments; "
               "also Apache Kafka), which moves replicas between brokers and into the "
               "requested log dirs.")
+@COMMAND_CONFIG_OPTION
 @click.option("--reassignment-json-file", "json_file", required=True,
               type=click.Path(dir_okay=False),
               help='Kafka\'s reassignment JSON with "log_dirs" per replica (document 000).')
