@@ -1006,3 +1006,16 @@ def test_acls_in_zookeeper_reach_another_brokers_authorizer(zookeeper_server: An
             s.close()
         for zk in zks:
             zk.close()
+
+
+def test_every_acl_change_is_audited(make_kafka_broker: Callable[..., Any],
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    bs = make_kafka_broker(**SUPER).bootstrap_servers
+    with caplog.at_level("INFO", logger="kafka_tiers.audit"):
+        roundtrip(bs, 30, 1, creations=[creation(1), creation(1, name="")])
+        roundtrip(bs, 31, 1, filters=[delete_filter(1)])
+    lines = [r.getMessage() for r in caplog.records if r.name == "kafka_tiers.audit"]
+    assert len(lines) == 2, lines  # the refused creation is not a change
+    assert lines[0].startswith("ACL created: principal=User:ANONYMOUS client=127.0.0.1 ")
+    assert "acl=(TOPIC:LITERAL:orders ALLOW User:alice READ from *)" in lines[0]
+    assert lines[1].startswith("ACL deleted: principal=User:ANONYMOUS")

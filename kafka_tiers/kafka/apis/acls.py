@@ -23,7 +23,8 @@ of the broker's authorizer (``authorizer.class.name``), as Kafka's ``AclApis``.
   ``INVALID_REQUEST`` for each.
 
 A plugin authorizer's exception answers ``UNKNOWN_SERVER_ERROR`` with its type and message
-(never its traceback); the request is still answered.
+(never its traceback); the request is still answered. Every ACL created or deleted is one
+INFO line on the logger ``kafka_tiers.audit`` (who, from where, the ACL).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from kafka_tiers.kafka.security.acl_authorizer import binding_problem
 from kafka_tiers.placement.limits import check_request_entries
 
 log = logging.getLogger(__name__)
+audit_log = logging.getLogger("kafka_tiers.audit")
 
 CLUSTER_AUTHORIZATION_FAILED = 31
 SECURITY_DISABLED = 54
@@ -123,6 +125,16 @@ def _filter(src: Any, version: int) -> AclBindingFilter:
     return flt
 
 
+def _audit_change(ctx: RequestContext, change: str, b: AclBinding) -> None:
+    """One INFO line on ``kafka_tiers.audit`` per ACL created or deleted: who, from where,
+    and the ACL (an ACL holds no secret)."""
+    p, e = b.pattern, b.entry
+    audit_log.info("ACL %s: principal=%s client=%s listener=%s acl=(%s:%s:%s %s %s %s from %s)",
+                   change, ctx.principal, ctx.connection.ip, ctx.listener,
+                   p.resource_type.name, p.pattern_type.name, p.name, e.permission_type.name,
+                   e.principal, e.operation.name, e.host)
+
+
 def _plugin_failure(what: str, exc: BaseException) -> str:
     log.warning("the authorizer failed to %s: %s", what, type(exc).__name__)
     return f"the authorizer failed to {what}: {type(exc).__name__}: {str(exc)[:300]}"
@@ -159,9 +171,11 @@ def create_acls(ctx: RequestContext, request: Any) -> Any:
                     raise ValueError(f"{len(outcome)} results for {len(valid)} ACLs")
             except Exception as exc:
                 outcome = [_plugin_failure("create ACLs", exc)] * len(valid)
-            for (i, _), reason in zip(valid, outcome, strict=True):
+            for (i, binding), reason in zip(valid, outcome, strict=True):
                 if reason is not None:
                     results[i] = (kerr.UNKNOWN_SERVER_ERROR, str(reason))
+                else:
+                    _audit_change(ctx, "created", binding)
     return ctx.response(throttle_time_ms=0, results=[
         result_cls(error_code=code, error_message=message) for code, message in results])
 
@@ -243,6 +257,8 @@ def delete_acls(ctx: RequestContext, request: Any) -> Any:
             for (i, _), got in zip(valid, deleted, strict=True):
                 outcome[i] = ((kerr.UNKNOWN_SERVER_ERROR, got, []) if isinstance(got, str)
                               else (0, None, list(got)))
+                for binding in () if isinstance(got, str) else got:
+                    _audit_change(ctx, "deleted", binding)
     return ctx.response(throttle_time_ms=0, filter_results=[
         result_cls(error_code=code, error_message=message, matching_acls=[
             matching_cls(error_code=0, error_message=None,
