@@ -108,9 +108,9 @@ def confluent_error(bootstrap: str, **extra: Any) -> str:
     from confluent_kafka.admin import AdminClient
 
     errors: list[str] = []
-    conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000,
-            "reconnect.backoff.ms": 200, "reconnect.backoff.max.ms": 500,
-            "log_level": 0, "error_cb": lambda e: errors.append(e.str())}
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000,
+                            "reconnect.backoff.ms": 200, "reconnect.backoff.max.ms": 500,
+                            "log_level": 0, "error_cb": lambda e: errors.append(e.str())}
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     admin = AdminClient(conf)
     with pytest.raises(Exception, match=r"transport|timed out|Timed out"):
@@ -370,7 +370,8 @@ def test_tls_versions_and_ciphers_follow_the_config(make_kafka_broker: Callable[
     address = listener_address(broker, "SSL")
     with python_tls_peer(address, certs) as sock:
         assert sock.version() == "TLSv1.2"
-        assert sock.cipher()[0] == "ECDHE-ECDSA-AES128-GCM-SHA256"
+        cipher = sock.cipher()
+        assert cipher is not None and cipher[0] == "ECDHE-ECDSA-AES128-GCM-SHA256"
     only13 = make_kafka_broker(**ssl_broker_config(certs, **{
         "ssl.enabled.protocols": "TLSv1.3"}))
     with pytest.raises(ssl.SSLError):
@@ -427,8 +428,12 @@ def test_reload_checks_the_files_at_most_once_a_second(certs: TestCerts, tmp_pat
     tls = ListenerTls(BrokerConfig({"ssl.keystore.location": str(keystore)}), "SSL")
     stats: list[str] = []
     real_stat = os.stat
-    monkeypatch.setattr("kafka_tiers.kafka.security.tls.os.stat",
-                        lambda p, *a, **k: (stats.append(str(p)), real_stat(p, *a, **k))[1])
+
+    def counting_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr("kafka_tiers.kafka.security.tls.os.stat", counting_stat)
     now = time.monotonic() + 5
     for i in range(100):
         tls.context(now + i / 1000)  # 100 accepts within 0.1 s
