@@ -666,3 +666,18 @@ def test_kcat_with_and_without_a_client_certificate(make_kafka_broker: Callable[
             "-X", f"ssl.key.location={certs.client_key}"]
     listed = subprocess.run([*mtls, "-L"], capture_output=True, timeout=30, check=True)
     assert b"kcat-mtls" in listed.stdout
+
+
+def test_frame_timeout_and_idle_bounds_hold_over_tls(make_kafka_broker: Callable[..., Broker],
+                                                     certs: TestCerts) -> None:
+    broker = make_kafka_broker(**ssl_broker_config(certs, **{
+        "request.timeout.ms": "600", "connections.max.idle.ms": "800"}))
+    address = listener_address(broker, "SSL")
+    for partial in (b"\x00\x00", b""):  # half a length prefix (stalled frame), then nothing
+        with python_tls_peer(address, certs) as sock:
+            sock.sendall(partial)
+            started = time.monotonic()
+            sock.settimeout(5)
+            with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+                assert sock.recv(1) == b""
+            assert 0.4 < time.monotonic() - started < 4, partial
