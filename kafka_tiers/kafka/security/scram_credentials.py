@@ -230,6 +230,11 @@ class ScramCredentials:
     :meth:`lookup` answers from memory (kept current by the store's watch; a change made
     through this object is visible here at once). :meth:`upsert` and :meth:`delete` write
     through the shared store, so every broker sees them.
+
+    The document is ``{"users": {user: {mechanism: credential}}, "serial": n}``; every
+    write increases ``serial``, and a notification carrying a lower serial than the one
+    held (a late delivery of an older document) is ignored, so a document is only ever
+    replaced by a newer one (a deleted document resets it).
     """
 
     def __init__(self, store: SecurityStateStore) -> None:
