@@ -289,6 +289,28 @@ def test_credentials_lookup_upsert_delete_describe_stored_without_password(
             creds.upsert("", "SCRAM-SHA-512", 4096, b"s", salted)
 
 
+def test_a_late_notification_of_an_older_document_never_undoes_a_newer_one(
+        tmp_path: Path) -> None:
+    from kafka_tiers.kafka.security.scram_credentials import (
+        ScramCredentials,
+        ScramMechanism,
+        derive,
+    )
+
+    with FileStateStore(tmp_path, poll_s=0) as store:
+        creds = ScramCredentials(store)
+        before, _ = store.read("scram-credentials")  # None: no document yet
+        cred = derive("pw", "SCRAM-SHA-512", salt=b"s")
+        creds.alter({("alice", ScramMechanism.SCRAM_SHA_512): cred})
+        older, _ = store.read("scram-credentials")
+        creds.delete("alice", "SCRAM-SHA-512")
+        # the store's watch delivering the document of before the deletion, late
+        creds._apply(older)
+        assert creds.lookup("alice", "SCRAM-SHA-512") is None
+        creds._apply(before)  # the document deleted: everything goes
+        assert creds.describe() == {}
+
+
 # ---------------------------------------------------------------------- the Kafka APIs
 
 def _kp_admin(bootstrap: str) -> Any:
