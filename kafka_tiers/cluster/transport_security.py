@@ -188,8 +188,10 @@ class TlsChannel:
         generation = self.tls.generation
         with self._lock:
             if self._client is None or self._client[0] != generation:
-                self._client = (generation,
-                                build_client_context(self.tls.settings, self.check_hostname))
+                from kafka_tiers.kafka.security.tls import build_client_context
+
+                self._client = (generation, build_client_context(
+                    self.tls.settings, check_hostname=self.check_hostname))
             return self._client[1]
 
     def _principal(self, sock: ssl.SSLSocket) -> KafkaPrincipal | None:
@@ -262,45 +264,6 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def build_client_context(settings: Any, check_hostname: bool) -> ssl.SSLContext:
-    """The connecting side's ``SSLContext`` of a listener's TLS settings
-    (:class:`~kafka_tiers.kafka.security.tls.TlsSettings`): its certificate and key (loaded
-    and checked as the listener loads them), its trusted CAs, its protocol versions and
-    ciphers; the server's certificate always verified, its name checked when
-    ``check_hostname``.
-
-    Raises:
-        ConfigError: as the listener's own context (the key and file named, never a
-            password).
-    """
-    from cryptography.hazmat.primitives import serialization
-
-    from kafka_tiers.kafka.security import tls
-
-    store = tls._load_keystore(settings)
-    trusted = tls._load_truststore(settings)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.options |= ssl.OP_NO_COMPRESSION
-    ctx.minimum_version = tls._VERSIONS[settings.enabled_protocols[0]]
-    newest = "TLSv1.2" if settings.protocol == "TLSv1.2" else settings.enabled_protocols[-1]
-    ctx.maximum_version = tls._VERSIONS[newest]
-    tls12 = [c for c in settings.cipher_suites if not c.startswith("TLS_")]
-    if tls12:
-        ctx.set_ciphers(":".join(tls12))
-    pem = b"".join(
-        [store.key.private_bytes(serialization.Encoding.PEM,
-                                 serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())]
-        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
-    with tls._memory_file(pem) as path:
-        ctx.load_cert_chain(path)
-    if trusted is not None:
-        ctx.load_verify_locations(cadata=trusted)
-    ctx.check_hostname = check_hostname
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    return ctx
-
-
 def channel_security(config: Any) -> TlsChannel | None:
     """The internal transport's security for a broker with ``config`` (a
     :class:`~kafka_tiers.config.BrokerConfig`): a :class:`TlsChannel` when the inter-broker
@@ -358,16 +321,16 @@ def _own_principal(listener_tls: Any) -> KafkaPrincipal:
     Raises:
         ConfigError: no mapping rule applies to it.
     """
-    from kafka_tiers.kafka.security import tls
+    from kafka_tiers.kafka.security.tls import NoMatchingRule, keystore_subject
 
-    subject = tls._load_keystore(listener_tls.settings).chain[0].subject.rfc4514_string()
+    subject = keystore_subject(listener_tls.settings)
     try:
         return KafkaPrincipal("User", listener_tls.mapper.name(subject))
-    except tls.NoMatchingRule as exc:
+    except NoMatchingRule as exc:
         raise ConfigError(f"the internal transport: {exc}",
                           key="ssl.principal.mapping.rules") from None
 
 
 __all__ = ["HANDSHAKE_TIMEOUT_S", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",
-           "InterBrokerChannel", "TlsChannel", "build_client_context", "channel_security",
-           "inter_broker_channel", "parse_super_users"]
+           "InterBrokerChannel", "TlsChannel", "channel_security", "inter_broker_channel",
+           "parse_super_users"]

@@ -608,6 +608,51 @@ def build_server_context(s: TlsSettings) -> ssl.SSLContext:
     return ctx
 
 
+def build_client_context(s: TlsSettings, *, check_hostname: bool = True) -> ssl.SSLContext:
+    """The connecting side's ``SSLContext`` of ``s`` (a broker connecting to another broker's
+    internal transport, :mod:`kafka_tiers.cluster.transport_security`): the certificate and
+    key of ``s`` presented, loaded and checked as :func:`build_server_context` loads them;
+    the server's certificate always verified against the truststore of ``s``, its name
+    checked against the address when ``check_hostname``; the protocol versions and TLS 1.2
+    ciphers of ``s``.
+
+    Raises:
+        ConfigError: as :func:`build_server_context`.
+    """
+    store = _load_keystore(s)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    ctx.minimum_version = _VERSIONS[s.enabled_protocols[0]]
+    newest = "TLSv1.2" if s.protocol == "TLSv1.2" else s.enabled_protocols[-1]
+    ctx.maximum_version = _VERSIONS[newest]
+    tls12 = [c for c in s.cipher_suites if not c.startswith("TLS_")]
+    if tls12:
+        ctx.set_ciphers(":".join(tls12))
+    pem = b"".join(
+        [store.key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())]
+        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
+    with _memory_file(pem) as path:
+        ctx.load_cert_chain(path)
+    trusted = _load_truststore(s)
+    if trusted is not None:
+        ctx.load_verify_locations(cadata=trusted)
+    ctx.check_hostname = check_hostname
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+def keystore_subject(s: TlsSettings) -> str:
+    """The subject (RFC 4514) of the certificate ``s`` presents: the first of its keystore's
+    chain.
+
+    Raises:
+        ConfigError: as :func:`build_server_context`.
+    """
+    return _load_keystore(s).chain[0].subject.rfc4514_string()
+
+
 # ---------------------------------------------------------------------- one listener
 def _stamp(path: str) -> tuple[int, int, int] | None:
     try:
@@ -671,6 +716,13 @@ class ListenerTls:
         log.info("kafka listener %s: certificate files changed; new connections use the "
                  "reloaded certificates", self.listener)
 
+    @staticmethod
+    def subject(sock: ssl.SSLSocket) -> str | None:
+        """The client certificate's subject (RFC 2253) of a connection whose handshake is
+        done, or None when the client sent no certificate."""
+        der = sock.getpeercert(binary_form=True)
+        return certificate_subject(der) if der else None
+
     def principal(self, sock: ssl.SSLSocket) -> tuple[KafkaPrincipal, str | None]:
         """The principal and subject of a connection whose handshake is done:
         ``User:<mapped subject>`` with a client certificate, ``User:ANONYMOUS`` without.
@@ -678,14 +730,13 @@ class ListenerTls:
         Raises:
             NoMatchingRule: no mapping rule applies to the certificate's subject.
         """
-        der = sock.getpeercert(binary_form=True)
-        if not der:
+        subject = self.subject(sock)
+        if subject is None:
             return ANONYMOUS, None
-        subject = certificate_subject(der)
         return KafkaPrincipal("User", self.mapper.name(subject)), subject
 
 
 __all__ = ["CLIENT_AUTH", "ListenerTls", "NoMatchingRule", "PrincipalMapper", "TlsSettings",
-           "build_server_context", "certificate_subject", "mapping_rules_problem",
-           "parse_cipher_suites", "parse_protocol", "parse_protocols", "store_type_problem",
-           "tls_settings"]
+           "build_client_context", "build_server_context", "certificate_subject",
+           "keystore_subject", "mapping_rules_problem", "parse_cipher_suites",
+           "parse_protocol", "parse_protocols", "store_type_problem", "tls_settings"]
