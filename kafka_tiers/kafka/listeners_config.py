@@ -20,7 +20,7 @@ from kafka_tiers.api.errors import ConfigError
 DEFAULT_PROTOCOL_MAP = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL",
                         "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
 #: the security protocols this broker serves today (SSL: kafka_tiers.kafka.security.tls)
-SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 _ENTRY = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]]*)"
                     r":(?P<port>\d{1,5})$")
 

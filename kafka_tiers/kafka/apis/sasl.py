@@ -1,4 +1,4 @@
-"""SaslHandshake (key 17, v1) and SaslAuthenticate (key 36, v0-2): SASL authentication on
+"""SaslHandshake (key 17, v0-1) and SaslAuthenticate (key 36, v0-2): SASL authentication on
 the Kafka listeners, as Kafka's ``SaslServerAuthenticator`` does it (KIP-43, KIP-152,
 KIP-368).
 
@@ -11,9 +11,11 @@ tokens until the server's last token; only then is it authenticated (principal
   ``UNSUPPORTED_SASL_MECHANISM`` (33), then the connection is closed. A second SaslHandshake
   while an exchange is under way, or SaslAuthenticate before SaslHandshake:
   ``ILLEGAL_SASL_STATE`` (34), then the connection is closed.
-- SaslHandshake v0 is not served: after it Kafka reads raw SASL tokens without Kafka headers,
-  which no client tested here uses (librdkafka, kafka-python and aiokafka all send v1 when the
-  broker offers it). A client that sends v0 is disconnected.
+- After SaslHandshake v0 the client's tokens come as bare length-prefixed frames without a
+  Kafka header and the server's answers go back the same way (:func:`raw_token`, called by
+  the server for such frames), as Kafka does; a failure there closes the connection without
+  an answer (v0 has no way to say why). librdkafka needs v0 advertised to use SASL at all,
+  then sends v1 like kafka-python and aiokafka.
 - A failed SaslAuthenticate answers ``SASL_AUTHENTICATION_FAILED`` (58) with Kafka's message
   (one fixed text: an unknown user looks like a wrong password), then the connection is
   closed. One INFO line on ``kafka_tiers.audit`` per failure (the user claimed, the client,
@@ -34,14 +36,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_tiers.api.authorizer import KafkaPrincipal
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed, SaslExchange
-from kafka_tiers.kafka.security.session import SASL_PROTOCOLS
+from kafka_tiers.kafka.security.scram_credentials import credentials_of
+from kafka_tiers.kafka.security.session import SASL_PROTOCOLS, ConnectionSession
 
+log = logging.getLogger(__name__)
 audit_log = logging.getLogger("kafka_tiers.audit")
 
 NONE = 0
@@ -63,12 +68,7 @@ def _settings(ctx: RequestContext) -> Any:
     return sasl.listener(ctx.listener)
 
 
-def _credentials(ctx: RequestContext) -> Any:
-    from kafka_tiers.kafka.security.scram_credentials import credentials_of
-    return credentials_of(ctx.server)
-
-
-@handles(17, 1, 1)
+@handles(17, 0, 1)
 def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     """Choose the mechanism of the exchange that follows (see the module docstring)."""
     session = ctx.connection
@@ -77,15 +77,16 @@ def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
     enabled = list(settings.mechanisms)
     mechanism = str(request.mechanism)
+    raw = ctx.version == 0
     if session.sasl is not None:  # an exchange under way (or failed)
         session.sasl.failed = True
         return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=enabled)
     reauthentication = session.authenticated
-    if reauthentication and not session.reauth_deadline:
+    if reauthentication and (not session.reauth_deadline or raw):
         return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=enabled)
     if mechanism not in enabled:
         session.sasl = SaslExchange(mechanism, None, reauthentication, failed=True)
-        _log_failure(ctx, mechanism, "", "mechanism not enabled on this listener")
+        _log_failure(ctx.connection, mechanism, "", "mechanism not enabled on this listener")
         return ctx.response(error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
     if reauthentication and mechanism != session.sasl_mechanism:
         session.sasl = SaslExchange(
@@ -93,34 +94,42 @@ def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
             refusal=f"SASL mechanism '{mechanism}' requested by client is not supported for "
                     f"re-authentication of mechanism '{session.sasl_mechanism}'")
         return ctx.response(error_code=NONE, mechanisms=enabled)
-    credentials = _credentials(ctx) if mechanism != "PLAIN" else None
+    credentials = credentials_of(ctx.server) if mechanism != "PLAIN" else None
     session.sasl = SaslExchange(mechanism, settings.new_server(mechanism, credentials),
-                                reauthentication)
+                                reauthentication, raw=raw)
     return ctx.response(error_code=NONE, mechanisms=enabled)
 
 
-@handles(36, 0, 2)
-def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
-    """One token of the exchange chosen by SaslHandshake (see the module docstring)."""
-    session = ctx.connection
+@dataclass
+class _Step:
+    """What one client token came to."""
+
+    error_code: int
+    error_message: str | None
+    answer: bytes
+    lifetime_ms: int
+
+
+def _step(server: Any, session: ConnectionSession, token: bytes) -> _Step:
+    """Feed ``token`` to the session's exchange; on success the session is authenticated."""
     exchange = session.sasl
-    lifetime: dict[str, Any] = {"session_lifetime_ms": 0} if ctx.version >= 1 else {}
-    if _settings(ctx) is None or exchange is None or (exchange.server is None
-                                                      and exchange.refusal is None):
+    settings = getattr(server, "sasl", None)
+    settings = settings.listener(session.listener) if settings is not None else None
+    if settings is None or not isinstance(exchange, SaslExchange) or exchange.failed or (
+            exchange.server is None and exchange.refusal is None):
         if not session.authenticated:
             session.sasl = SaslExchange("", None, failed=True)
         elif exchange is not None:
             exchange.failed = True
-        return ctx.response(error_code=ILLEGAL_SASL_STATE,
-                            error_message="SaslAuthenticate without a SaslHandshake before it",
-                            auth_bytes=b"", **lifetime)
+        return _Step(ILLEGAL_SASL_STATE, "SaslAuthenticate without a SaslHandshake before it",
+                     b"", 0)
     what = "re-authentication" if exchange.reauthentication else "authentication"
     try:
         if exchange.refusal is not None:
             raise AuthenticationFailed(exchange.refusal, "another mechanism for "
                                        "re-authentication", session.principal.name)
         assert exchange.server is not None
-        answer = exchange.server.evaluate(bytes(request.auth_bytes or b""))
+        answer = exchange.server.evaluate(token)
         if exchange.server.complete:
             principal = KafkaPrincipal("User", exchange.server.user)
             if exchange.reauthentication and principal != session.principal:
@@ -130,24 +139,47 @@ def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
                     f"re-authentication (was {session.principal})", exchange.server.user)
     except AuthenticationFailed as exc:
         exchange.failed = True
-        _log_failure(ctx, exchange.mechanism, exc.user, exc.reason)
+        _log_failure(session, exchange.mechanism, exc.user, exc.reason)
         message = exc.client_message or (f"Authentication failed during {what} due to "
                                           "invalid credentials with SASL mechanism "
                                           f"{exchange.mechanism}")
-        return ctx.response(error_code=SASL_AUTHENTICATION_FAILED, error_message=message,
-                            auth_bytes=b"", **lifetime)
+        return _Step(SASL_AUTHENTICATION_FAILED, message, b"", 0)
     if not exchange.server.complete:
-        return ctx.response(error_code=NONE, error_message=None, auth_bytes=answer, **lifetime)
-    settings = _settings(ctx)
-    reauth_ms = settings.reauth_ms if settings is not None else 0
+        return _Step(NONE, None, answer, 0)
+    reauth_ms = settings.reauth_ms
     session.principal = principal
     session.authenticated = True
     session.sasl_mechanism = exchange.mechanism
     session.sasl = None
     session.reauth_deadline = time.monotonic() + reauth_ms / 1000.0 if reauth_ms else 0.0
-    if lifetime:
-        lifetime["session_lifetime_ms"] = reauth_ms
-    return ctx.response(error_code=NONE, error_message=None, auth_bytes=answer, **lifetime)
+    log.debug("kafka connection %s: %s %s with %s (session lifetime %d ms)", session.peer,
+              principal, "re-authenticated" if exchange.reauthentication else "authenticated",
+              exchange.mechanism, reauth_ms)
+    return _Step(NONE, None, answer, reauth_ms)
+
+
+@handles(36, 0, 2)
+def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
+    """One token of the exchange chosen by SaslHandshake (see the module docstring)."""
+    session = ctx.connection
+    if isinstance(session.sasl, SaslExchange) and session.sasl.raw:  # v0 framing expected
+        session.sasl.failed = True
+        return ctx.response(error_code=ILLEGAL_SASL_STATE, error_message="SaslAuthenticate "
+                            "after SaslHandshake v0 (whose tokens come without a header)",
+                            auth_bytes=b"", **({"session_lifetime_ms": 0}
+                                               if ctx.version >= 1 else {}))
+    step = _step(ctx.server, session, bytes(request.auth_bytes or b""))
+    lifetime = {"session_lifetime_ms": step.lifetime_ms} if ctx.version >= 1 else {}
+    return ctx.response(error_code=step.error_code, error_message=step.error_message,
+                        auth_bytes=step.answer, **lifetime)
+
+
+def raw_token(server: Any, session: ConnectionSession, token: bytes) -> bytes | None:
+    """The server's answer to a bare SASL token (after SaslHandshake v0), to be sent as a
+    length-prefixed frame without a Kafka header; None: the exchange failed and the
+    connection is to be closed without an answer (Kafka's v0 behaviour)."""
+    step = _step(server, session, token)
+    return step.answer if step.error_code == NONE else None
 
 
 def _shown(user: str) -> str:
@@ -156,8 +188,8 @@ def _shown(user: str) -> str:
     return clean + ("..." if len(user) > _MAX_SHOWN_USER else "")
 
 
-def _log_failure(ctx: RequestContext, mechanism: str, user: str, reason: str) -> None:
-    ip = ctx.connection.ip
+def _log_failure(session: ConnectionSession, mechanism: str, user: str, reason: str) -> None:
+    ip = session.ip
     now = time.monotonic()
     with _failures_lock:
         last, skipped = _failures.get(ip, (0.0, 0))
@@ -169,10 +201,11 @@ def _log_failure(ctx: RequestContext, mechanism: str, user: str, reason: str) ->
             for k in sorted(_failures, key=lambda k: _failures[k][0])[:5_000]:
                 del _failures[k]
     audit_log.info("failed authentication: principal=User:%s client=%s listener=%s "
-                   "mechanism=%s reason=%s%s", _shown(user) or "?", ctx.peer, ctx.listener,
+                   "mechanism=%s reason=%s%s", _shown(user) or "?", session.peer,
+                   session.listener,
                    _shown(mechanism), reason,
                    f" (and {skipped} more failures from {ip} since the last line)"
                    if skipped else "")
 
 
-__all__ = ["sasl_authenticate", "sasl_handshake"]
+__all__ = ["raw_token", "sasl_authenticate", "sasl_handshake"]

@@ -9,6 +9,8 @@ a request is decoded), and when a connection is closed after its response.
   its handler); anything else closes the connection.
 - Once the session expired (``connections.max.reauth.ms``, KIP-368), only SaslHandshake, the
   start of a re-authentication, is served; anything else closes the connection.
+- After SaslHandshake v0 the next frames are bare SASL tokens (:func:`raw_sasl_token`), not
+  requests, until the exchange completes.
 - A failed exchange (:attr:`SaslExchange.failed`) closes the connection once the response
   that says so is sent (:func:`closes_after_response`).
 """
@@ -50,6 +52,14 @@ def refusal(session: ConnectionSession, api_key: int, now: float) -> str | None:
     return None
 
 
+def raw_sasl_token(session: ConnectionSession) -> bool:
+    """Whether the connection's next frame is a bare SASL token, not a Kafka request (an
+    exchange started by SaslHandshake v0: the frame goes to
+    :func:`kafka_tiers.kafka.apis.sasl.raw_token`)."""
+    exchange = session.sasl
+    return isinstance(exchange, SaslExchange) and exchange.raw and not exchange.failed
+
+
 def closes_after_response(session: ConnectionSession) -> bool:
     """Whether the connection is closed once the response now being sent is out (a failed
     SASL exchange: Kafka closes the connection after the error response)."""
@@ -57,4 +67,5 @@ def closes_after_response(session: ConnectionSession) -> bool:
     return isinstance(exchange, SaslExchange) and exchange.failed
 
 
-__all__ = ["BEFORE_AUTHENTICATION", "DURING_EXCHANGE", "closes_after_response", "refusal"]
+__all__ = ["BEFORE_AUTHENTICATION", "DURING_EXCHANGE", "closes_after_response", "raw_sasl_token",
+           "refusal"]

@@ -73,6 +73,9 @@ class SaslExchange:
         refusal: a reason to fail the next SaslAuthenticate outright (a re-authentication
             that asked for another mechanism), or None.
         failed: the exchange failed; the connection is closed once the response is sent.
+        raw: the exchange was started by SaslHandshake v0: the client's tokens come as bare
+            length-prefixed frames without a Kafka header, and the server's go back the
+            same way (Kafka's framing before KIP-152).
     """
 
     mechanism: str
@@ -80,6 +83,7 @@ class SaslExchange:
     reauthentication: bool = False
     refusal: str | None = None
     failed: bool = False
+    raw: bool = False
 
 
 __all__ = ["AuthenticationFailed", "MechanismServer", "SaslExchange"]

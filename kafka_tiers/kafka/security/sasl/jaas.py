@@ -132,6 +132,7 @@ class _Parser:
 
     def module(self) -> JaasModule:
         name = self.word("a login module class name")
+        self.skip()
         flag_pos = self.pos
         flag = self.word("a control flag")
         if flag.lower() not in CONTROL_FLAGS:
@@ -141,6 +142,7 @@ class _Parser:
         while not self.peek(";"):
             if self.at_end():
                 raise self.fail("the entry does not end with ';'")
+            self.skip()
             opt_pos = self.pos
             opt = self.word("an option name or ';'")
             if not self.peek("="):

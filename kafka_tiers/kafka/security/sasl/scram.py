@@ -14,7 +14,8 @@ SCRAM credential store). The exchange:
 2. server-first ``r=<client nonce><server nonce>,s=<base64 salt>,i=<iterations>``, the
    server nonce from :func:`secrets.token_urlsafe`.
 3. client-final ``c=<base64 GS2 header>,r=<nonce>[,...],p=<base64 proof>``: the channel
-   binding must repeat the GS2 header, the nonce must be the combined one, and
+   binding must repeat the GS2 header, the nonce must end with the combined one (Kafka's
+   check, which librdkafka up to 2.0 relies on: it sends its own nonce again in front), and
    ``H(ClientProof XOR HMAC(StoredKey, AuthMessage)) == StoredKey`` (constant-time compare).
 4. server-final ``v=<base64 ServerSignature>``: the exchange is complete.
 
@@ -236,7 +237,7 @@ class ScramServer:
         binding = _b64decode(attrs[0][1], "the channel binding", user)
         if not hmac.compare_digest(binding, self._gs2.encode()):
             raise AuthenticationFailed(None, "channel-bindings-dont-match", user)
-        if not hmac.compare_digest(attrs[1][1].encode(), self._combined_nonce.encode()):
+        if not attrs[1][1].endswith(self._combined_nonce):  # Kafka's check (see above)
             raise AuthenticationFailed(None, "other-error (the nonce is not the server's)",
                                        user)
         proof = _b64decode(proof_text, "the proof", user)
