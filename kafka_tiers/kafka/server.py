@@ -63,7 +63,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_tiers.kafka import codec
-from kafka_tiers.kafka.apis import sasl as sasl_api
 from kafka_tiers.kafka.context import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -74,7 +73,6 @@ from kafka_tiers.kafka.context import (
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
 from kafka_tiers.kafka.security import gate
-from kafka_tiers.kafka.security.sasl.mechanisms import SaslSettings
 from kafka_tiers.kafka.security.session import TLS_PROTOCOLS, ConnectionSession
 from kafka_tiers.kafka.security.tls import ListenerTls, NoMatchingRule
 
@@ -304,8 +302,6 @@ class KafkaServer:
         self.tls: dict[str, ListenerTls] = {
             spec.name: ListenerTls(cfg, spec.name) for spec in self.specs
             if spec.security_protocol in TLS_PROTOCOLS}
-        #: the SASL settings of each SASL_PLAINTEXT/SASL_SSL listener (ConfigError here)
-        self.sasl = SaslSettings.of(cfg, self.specs)
         self.max_request_bytes = int(cfg["socket.request.max.bytes"])
         given = cfg["max.connections"]
         self.max_connections = (int(given) if given is not None
@@ -592,7 +588,10 @@ class KafkaServer:
         assert tls is not None
         try:
             sock.do_handshake()
-            principal, subject = tls.principal(sock)
+            if c.session.security_protocol == "SSL":
+                principal, subject = tls.principal(sock)
+            else:  # SASL_SSL: SASL names the principal; the subject is only kept
+                principal, subject = c.session.principal, tls.subject(sock)
         except ssl.SSLWantReadError:
             self._selector.modify(sock, selectors.EVENT_READ, c)
             return
@@ -608,8 +607,7 @@ class KafkaServer:
             self._close(c)
             return
         c.session.tls_subject = subject
-        if c.session.security_protocol == "SSL":  # SASL_SSL: SASL names the principal
-            c.session.principal = principal
+        c.session.principal = principal
         c.handshaking = False
         c.started = 0.0
         c.last = time.monotonic()
@@ -634,14 +632,6 @@ class KafkaServer:
                     log.warning("kafka listener %s: %s sent a frame of %d bytes (socket."
                                 "request.max.bytes is %d); connection closed",
                                 c.lst.spec.name, c.peer, size, self.max_request_bytes)
-                    self._close(c)
-                    return
-                if not c.session.authenticated and \
-                        size > self.sasl.max_receive_size(c.lst.spec.name):
-                    log.info("kafka listener %s: %s sent a frame of %d bytes before SASL "
-                             "authentication completed (sasl.server.max.receive.size is %d); "
-                             "connection closed", c.lst.spec.name, c.peer, size,
-                             self.sasl.max_receive_size(c.lst.spec.name))
                     self._close(c)
                     return
                 c.size = size
@@ -781,12 +771,6 @@ class KafkaServer:
                 frame: bytearray) -> bool:
         """Handle one request; False when the connection is to be closed."""
         peer = session.peer
-        if gate.raw_sasl_token(session):  # after SaslHandshake v0: a bare SASL token
-            token = sasl_api.raw_token(self, session, bytes(frame))
-            if token is None:
-                return False
-            self._send(conn, token, None)
-            return not gate.closes_after_response(session)
         try:
             key, version, corr = codec.peek_header(frame)
         except codec.FrameError as exc:
@@ -836,7 +820,7 @@ class KafkaServer:
             self._send(conn, head, reply)
         else:
             self._send(conn, head + bytes(reply.encode(version=version)), None)
-        return not gate.closes_after_response(session)
+        return True
 
     def _versions_v0(self, error: int) -> bytes:
         resp = codec.response_class(codec.API_VERSIONS_KEY, 0)(
