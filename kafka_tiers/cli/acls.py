@@ -318,6 +318,55 @@ def _target(bootstrap: str | None, command_config: str | None, directory: str | 
         yield _Kafka(admin)
 
 
+def _plan(topic: Sequence[str], group: Sequence[str], cluster: bool,
+          transactional_id: Sequence[str], operation: Sequence[str], producer: bool,
+          consumer: bool, idempotent: bool, default: Any) -> list[tuple[Any, str, list[Any]]]:
+    """(resource type, name, operations) of the resource and operation flags: the
+    ``--operation`` values (``default`` when none) on every resource, or the operations of
+    ``--producer`` / ``--consumer`` as kafka-acls.sh grants them.
+
+    Raises:
+        click.UsageError: flags kafka-acls.sh refuses together, or no resource.
+    """
+    from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+
+    op = AclOperation
+    if not (producer or consumer):
+        if idempotent:
+            raise click.UsageError("--idempotent goes with --producer")
+        resources = _resources(topic, group, cluster, transactional_id)
+        if not resources:
+            raise click.UsageError("name a resource: --topic, --group, --cluster or "
+                                   "--transactional-id")
+        ops = [_operation(o) for o in operation] or [default]
+        return [(rtype, name, ops) for rtype, name in resources]
+    if operation or cluster:
+        raise click.UsageError("--producer and --consumer name the operations and resources "
+                               "themselves: drop --operation and --cluster")
+    if not topic:
+        raise click.UsageError("--producer and --consumer need --topic")
+    if consumer and not group:
+        raise click.UsageError("--consumer needs --group")
+    if group and not consumer:
+        raise click.UsageError("--group goes with --consumer (a producer has no group)")
+    plan: dict[tuple[Any, str], list[Any]] = {}
+
+    def grant(rtype: Any, names: Sequence[str], *ops: Any) -> None:
+        for name in names:
+            wanted = plan.setdefault((rtype, name), [])
+            wanted.extend(o for o in ops if o not in wanted)
+
+    if producer:
+        grant(ResourceType.TOPIC, topic, op.WRITE, op.DESCRIBE, op.CREATE)
+        grant(ResourceType.TRANSACTIONAL_ID, transactional_id, op.WRITE, op.DESCRIBE)
+        if idempotent:
+            grant(ResourceType.CLUSTER, [CLUSTER_NAME], op.IDEMPOTENT_WRITE)
+    if consumer:
+        grant(ResourceType.TOPIC, topic, op.READ, op.DESCRIBE)
+        grant(ResourceType.GROUP, group, op.READ)
+    return [(rtype, name, ops) for (rtype, name), ops in plan.items()]
+
+
 def _resource_options(fn: Any) -> Any:
     options = [
         click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
@@ -362,6 +411,14 @@ def _entry_options(fn: Any) -> Any:
         click.option("--operation", multiple=True,
                      help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
                      "DescribeConfigs, AlterConfigs, IdempotentWrite, All (repeatable)."),
+        click.option("--producer", is_flag=True,
+                     help="A producer's operations: Write, Describe, Create on the topics, "
+                     "Write, Describe on the transactional ids (kafka-acls.sh's shortcut)."),
+        click.option("--consumer", is_flag=True,
+                     help="A consumer's operations: Read, Describe on the topics, Read on the "
+                     "groups (needs --group)."),
+        click.option("--idempotent", is_flag=True,
+                     help="With --producer: IdempotentWrite on the cluster too."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -465,41 +522,43 @@ def add(bootstrap: str | None, command_config: str | None, directory: str | None
         group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
         timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
         allow_host: tuple[str, ...], deny_host: tuple[str, ...], operation: tuple[str, ...],
-        resource_pattern_type: str, fmt: str) -> None:
+        producer: bool, consumer: bool, idempotent: bool, resource_pattern_type: str,
+        fmt: str) -> None:
     """Add ACLs: each principal x host x operation on each resource given (adding one that
     exists changes nothing).
 
     Operations default to All. The operations a resource type takes are Kafka's (a group:
     Read, Describe, Delete; the cluster: Create, ClusterAction, DescribeConfigs,
     AlterConfigs, IdempotentWrite, Alter, Describe; a transactional id: Describe, Write).
+    The cluster's ACLs are always literal.
     """
     from kafka_tiers.api.authorizer import (
         AccessControlEntry,
         AclBinding,
         AclOperation,
+        PatternType,
         ResourcePattern,
+        ResourceType,
     )
     from kafka_tiers.kafka.security.acl_authorizer import SUPPORTED_OPERATIONS, binding_problem
 
-    resources = _resources(topic, group, cluster, transactional_id)
-    if not resources:
-        raise click.UsageError("name a resource: --topic, --group, --cluster or "
-                               "--transactional-id")
+    plan = _plan(topic, group, cluster, transactional_id, operation, producer, consumer,
+                 idempotent, AclOperation.ALL)
     entries = _entries(allow_principal, deny_principal, allow_host, deny_host)
     if not entries:
         raise click.UsageError("name a principal: --allow-principal or --deny-principal")
-    ops = [_operation(o) for o in operation] or [AclOperation.ALL]
     ptype = _pattern_type(resource_pattern_type)
     bindings = []
-    for rtype, name in resources:
+    for rtype, name, ops in plan:
+        pattern = ResourcePattern(rtype, name, PatternType.LITERAL
+                                  if rtype == ResourceType.CLUSTER else ptype)
         for op in ops:
             if op != AclOperation.ALL and op not in SUPPORTED_OPERATIONS[rtype]:
                 supported = ", ".join(sorted(o.name for o in SUPPORTED_OPERATIONS[rtype]))
                 raise click.UsageError(f"{rtype.name} does not take operation {op.name} "
                                        f"(it takes {supported}, ALL)")
             for principal, host, perm in entries:
-                b = AclBinding(ResourcePattern(rtype, name, ptype),
-                               AccessControlEntry(principal, host, op, perm))
+                b = AclBinding(pattern, AccessControlEntry(principal, host, op, perm))
                 problem = binding_problem(b)
                 if problem is not None:
                     raise click.UsageError(problem)
@@ -513,23 +572,25 @@ def add(bootstrap: str | None, command_config: str | None, directory: str | None
     _show(rows, fmt, "created", "")
 
 
-def _filters(topic: Sequence[str], group: Sequence[str], cluster: bool,
-             transactional_id: Sequence[str], ptype_text: str | None,
-             entries: Sequence[tuple[str | None, str | None, Any]], ops: Sequence[Any]
-             ) -> list[Any]:
-    """Filters for the resources given (every resource when none), each entry and op."""
+def _filters(plan: Sequence[tuple[Any, str | None, Sequence[Any]]], ptype_text: str | None,
+             entries: Sequence[tuple[str | None, str | None, Any]]) -> list[Any]:
+    """Filters for each planned resource and operation (a resource of ``None`` name: every
+    resource), and each (principal, host, permission) entry."""
     from kafka_tiers.api.authorizer import AclBindingFilter, PatternType, ResourceType
 
-    resources: list[tuple[Any, str | None]] = list(
-        _resources(topic, group, cluster, transactional_id))
-    if not resources:
-        resources = [(ResourceType.ANY, None)]
-    if ptype_text is not None:
-        ptype = _pattern_type(ptype_text)
-    else:
-        ptype = PatternType.ANY if resources[0][1] is None else PatternType.LITERAL
-    return [AclBindingFilter(rtype, name, ptype, principal, host, op, perm)
-            for rtype, name in resources for principal, host, perm in entries for op in ops]
+    out = []
+    for rtype, name, ops in plan:
+        if ptype_text is not None:
+            ptype = _pattern_type(ptype_text)
+        elif name is None:
+            ptype = PatternType.ANY
+        else:
+            ptype = PatternType.LITERAL
+        if rtype == ResourceType.CLUSTER and ptype == PatternType.PREFIXED:
+            ptype = PatternType.LITERAL  # the cluster's ACLs are literal
+        out += [AclBindingFilter(rtype, name, ptype, principal, host, op, perm)
+                for principal, host, perm in entries for op in ops]
+    return out
 
 
 _PATTERN_FILTER = click.option(
@@ -550,10 +611,12 @@ def list_(bootstrap: str | None, command_config: str | None, directory: str | No
           timeout: float, resource_pattern_type: str | None, principal: str | None,
           fmt: str) -> None:
     """List ACLs: all, or those of the resources (and principal) given."""
-    from kafka_tiers.api.authorizer import AclOperation, AclPermissionType
+    from kafka_tiers.api.authorizer import AclOperation, AclPermissionType, ResourceType
 
-    filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
-                       [(principal, None, AclPermissionType.ANY)], [AclOperation.ANY])
+    resources: list[tuple[Any, str | None]] = list(
+        _resources(topic, group, cluster, transactional_id)) or [(ResourceType.ANY, None)]
+    filters = _filters([(rtype, name, [AclOperation.ANY]) for rtype, name in resources],
+                       resource_pattern_type, [(principal, None, AclPermissionType.ANY)])
     with _target(bootstrap, command_config, directory, config_path, zookeeper_connect,
                  timeout) as where:
         found = where.describe(filters)
@@ -570,23 +633,21 @@ def remove(bootstrap: str | None, command_config: str | None, directory: str | N
            group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
            timeout: float, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
            allow_host: tuple[str, ...], deny_host: tuple[str, ...],
-           operation: tuple[str, ...], resource_pattern_type: str | None, fmt: str) -> None:
+           operation: tuple[str, ...], producer: bool, consumer: bool, idempotent: bool,
+           resource_pattern_type: str | None, fmt: str) -> None:
     """Remove the ACLs of the resources given: all of them, or only those of the principals,
     hosts and operations given (removing none is not an error)."""
     from kafka_tiers.api.authorizer import AclOperation, AclPermissionType
 
-    if not _resources(topic, group, cluster, transactional_id):
-        raise click.UsageError("name a resource: --topic, --group, --cluster or "
-                               "--transactional-id")
+    plan = _plan(topic, group, cluster, transactional_id, operation, producer, consumer,
+                 idempotent, AclOperation.ANY)
     entries: list[tuple[str | None, str | None, Any]] = list(
         _entries(allow_principal, deny_principal, allow_host, deny_host))
     if not entries:
         entries = [(None, None, AclPermissionType.ANY)]
     elif not (allow_host or deny_host):
         entries = [(p, None, perm) for p, _h, perm in entries]  # any host
-    ops = [_operation(o) for o in operation] or [AclOperation.ANY]
-    filters = _filters(topic, group, cluster, transactional_id, resource_pattern_type,
-                       entries, ops)
+    filters = _filters(plan, resource_pattern_type, entries)
     with _target(bootstrap, command_config, directory, config_path, zookeeper_connect,
                  timeout) as where:
         removed = where.delete(filters)

@@ -1019,3 +1019,37 @@ def test_every_acl_change_is_audited(make_kafka_broker: Callable[..., Any],
     assert lines[0].startswith("ACL created: principal=User:ANONYMOUS client=127.0.0.1 ")
     assert "acl=(TOPIC:LITERAL:orders ALLOW User:alice READ from *)" in lines[0]
     assert lines[1].startswith("ACL deleted: principal=User:ANONYMOUS")
+
+
+def test_the_cli_producer_and_consumer_shortcuts_grant_what_kafka_acls_grants(
+        make_kafka_broker: Callable[..., Any]) -> None:
+    from tests.cli_run import kt
+
+    broker = make_kafka_broker(**SUPER)
+    log_dir = broker.config["log.dirs"][0]
+    producer = kt("acls", "add", "--dir", log_dir, "--allow-principal", "User:p", "--producer",
+                  "--idempotent", "--topic", "orders-", "--resource-pattern-type", "prefixed",
+                  "--transactional-id", "tx", "--format", "json")
+    assert producer.code == 0, producer.err
+    got = {(r["resource_type"], r["pattern_type"], r["name"], r["operation"])
+           for r in json.loads(producer.out)["created"]}
+    assert got == {("TOPIC", "PREFIXED", "orders-", op) for op in ("WRITE", "DESCRIBE",
+                                                                   "CREATE")} | {
+        ("TRANSACTIONAL_ID", "PREFIXED", "tx", "WRITE"),
+        ("TRANSACTIONAL_ID", "PREFIXED", "tx", "DESCRIBE"),
+        ("CLUSTER", "LITERAL", "kafka-cluster", "IDEMPOTENT_WRITE")}
+    consumer = kt("acls", "add", "--dir", log_dir, "--allow-principal", "User:c", "--consumer",
+                  "--topic", "orders", "--group", "billing", "--format", "json")
+    assert consumer.code == 0, consumer.err
+    assert {(r["resource_type"], r["name"], r["operation"])
+            for r in json.loads(consumer.out)["created"]} == {
+        ("TOPIC", "orders", "READ"), ("TOPIC", "orders", "DESCRIBE"),
+        ("GROUP", "billing", "READ")}
+    for bad, why in ((["--consumer", "--topic", "t"], "--consumer needs --group"),
+                     (["--producer", "--operation", "Read", "--topic", "t"], "drop --operation"),
+                     (["--idempotent", "--topic", "t"], "--idempotent goes with --producer")):
+        ran = kt("acls", "add", "--dir", log_dir, "--allow-principal", "User:x", *bad)
+        assert ran.code == 2 and why in ran.err, ran.err
+    removed = kt("acls", "remove", "--dir", log_dir, "--consumer", "--topic", "orders",
+                 "--group", "billing")
+    assert removed.code == 0 and "removed 3 ACL(s)" in removed.out, removed.out
