@@ -63,6 +63,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_tiers.kafka import codec
+from kafka_tiers.kafka.apis import sasl as sasl_api
 from kafka_tiers.kafka.context import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -73,6 +74,7 @@ from kafka_tiers.kafka.context import (
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
 from kafka_tiers.kafka.security import gate
+from kafka_tiers.kafka.security.sasl.mechanisms import SaslSettings
 from kafka_tiers.kafka.security.session import TLS_PROTOCOLS, ConnectionSession
 from kafka_tiers.kafka.security.tls import ListenerTls, NoMatchingRule
 
@@ -302,6 +304,8 @@ class KafkaServer:
         self.tls: dict[str, ListenerTls] = {
             spec.name: ListenerTls(cfg, spec.name) for spec in self.specs
             if spec.security_protocol in TLS_PROTOCOLS}
+        #: the SASL settings of each SASL_PLAINTEXT/SASL_SSL listener (ConfigError here)
+        self.sasl = SaslSettings.of(cfg, self.specs)
         self.max_request_bytes = int(cfg["socket.request.max.bytes"])
         given = cfg["max.connections"]
         self.max_connections = (int(given) if given is not None
@@ -634,6 +638,14 @@ class KafkaServer:
                                 c.lst.spec.name, c.peer, size, self.max_request_bytes)
                     self._close(c)
                     return
+                if not c.session.authenticated and \
+                        size > self.sasl.max_receive_size(c.lst.spec.name):
+                    log.info("kafka listener %s: %s sent a frame of %d bytes before SASL "
+                             "authentication completed (sasl.server.max.receive.size is %d); "
+                             "connection closed", c.lst.spec.name, c.peer, size,
+                             self.sasl.max_receive_size(c.lst.spec.name))
+                    self._close(c)
+                    return
                 c.size = size
                 ticket = self.memory.try_reserve(size, main=not self._waiting)
                 if ticket is None:
@@ -771,6 +783,12 @@ class KafkaServer:
                 frame: bytearray) -> bool:
         """Handle one request; False when the connection is to be closed."""
         peer = session.peer
+        if gate.raw_sasl_token(session):  # after SaslHandshake v0: a bare SASL token
+            token = sasl_api.raw_token(self, session, bytes(frame))
+            if token is None:
+                return False
+            self._send(conn, token, None)
+            return not gate.closes_after_response(session)
         try:
             key, version, corr = codec.peek_header(frame)
         except codec.FrameError as exc:
@@ -820,7 +838,7 @@ class KafkaServer:
             self._send(conn, head, reply)
         else:
             self._send(conn, head + bytes(reply.encode(version=version)), None)
-        return True
+        return not gate.closes_after_response(session)
 
     def _versions_v0(self, error: int) -> bytes:
         resp = codec.response_class(codec.API_VERSIONS_KEY, 0)(
