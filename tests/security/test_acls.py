@@ -1053,3 +1053,28 @@ def test_the_cli_producer_and_consumer_shortcuts_grant_what_kafka_acls_grants(
     removed = kt("acls", "remove", "--dir", log_dir, "--consumer", "--topic", "orders",
                  "--group", "billing")
     assert removed.code == 0 and "removed 3 ACL(s)" in removed.out, removed.out
+
+
+def test_a_sasl_users_grant_through_broker_1_lets_it_produce_through_broker_3(
+        make_kafka_cluster: Callable[..., Any]) -> None:
+    """A 3-broker cluster with SASL_PLAINTEXT listeners: the super user creates the topic and
+    grants alice Write through broker 1; alice, bootstrapped on broker 3 alone, produces to
+    whichever broker leads, and is refused on the topic she was not granted."""
+    import confluent_kafka.admin as ck
+
+    cluster = make_kafka_cluster(3, overrides={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS,
+        "authorizer.class.name": "acl", "super.users": "User:admin"})
+    first, third = cluster.brokers[1], cluster.brokers[3]
+    admin = ck.AdminClient(ck_conf(first, "admin"))
+    for fut in admin.create_topics([ck.NewTopic("orders", 3, 3), ck.NewTopic("payments", 1, 3)],
+                                   request_timeout=10).values():
+        fut.result(15)
+    [fut] = admin.create_acls([ck_binding("TOPIC", "orders", "User:alice", "WRITE")],
+                              request_timeout=5).values()
+    assert fut.result(10) is None
+    wait_for(lambda: all(allowed(b.kafka_server.authorizer, OP.WRITE, "orders")
+                         for b in cluster.brokers.values()), 10, "every broker's authorizer")
+    assert ck_produce(third, "alice", "orders") is None
+    assert ck_produce(third, "alice", "payments") == "TOPIC_AUTHORIZATION_FAILED"
