@@ -15,8 +15,9 @@ import kafka_tiers
 PACKAGE = Path(kafka_tiers.__file__).parent
 API = PACKAGE / "api"
 
-#: the most lines the stable surface may hold (contracts, value types, errors)
-API_MAX_LINES = 1600
+#: the most lines the stable surface may hold (contracts, value types, errors): 1600 for the
+#: placer and storage interfaces, plus 350 for the authorizer interface SPI 2.1 added
+API_MAX_LINES = 1950
 
 #: modules allowed at the package root: the package itself, ``python -m kafka_tiers``, and
 #: the configuration layer's entry point; everything else lives in a package of its layer
