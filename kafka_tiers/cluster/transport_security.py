@@ -319,11 +319,27 @@ def _own_principal(listener_tls: Any) -> KafkaPrincipal:
     by ``ssl.principal.mapping.rules``.
 
     Raises:
-        ConfigError: no mapping rule applies to it.
+        ConfigError: the certificate does not allow client authentication (an extended key
+            usage without ``clientAuth``), or no mapping rule applies to its subject.
     """
-    from kafka_tiers.kafka.security.tls import NoMatchingRule, keystore_subject
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    subject = keystore_subject(listener_tls.settings)
+    from kafka_tiers.kafka.security.tls import NoMatchingRule, keystore_certificate
+
+    cert = keystore_certificate(listener_tls.settings)
+    subject = cert.subject.rfc4514_string()
+    try:
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        usages = None
+    if usages is not None and not {ExtendedKeyUsageOID.CLIENT_AUTH,
+                                   ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE} & set(usages):
+        key = listener_tls.settings.keys["ssl.keystore.location"]
+        raise ConfigError(f"the internal transport: the broker certificate {subject} ({key}) "
+                          "does not allow TLS client authentication, and each broker is the "
+                          "TLS client of the others: issue it with extendedKeyUsage "
+                          "serverAuth,clientAuth", key=key)
     try:
         return KafkaPrincipal("User", listener_tls.mapper.name(subject))
     except NoMatchingRule as exc:

@@ -266,6 +266,22 @@ def test_a_secured_channel_needs_the_brokers_in_super_users_and_a_truststore(
     assert channel_security(BrokerConfig({**trusted, "super.users": BROKER})) is not None
 
 
+def test_a_broker_certificate_without_client_authentication_is_refused_at_start(
+        certs: TestCerts, tmp_path: Path) -> None:
+    # each broker is the TLS client of the others: a serverAuth-only certificate would fail
+    # every connection between brokers; the start says so instead
+    issued = make_cert(certs.ca, subject("broker", o="example"), server=True,
+                       hosts=("127.0.0.1",))
+    keystore = write_pem(tmp_path / "server-only.pem", key_pem(issued.key),
+                         cert_pem(issued.cert))
+    with pytest.raises(ConfigError) as err:
+        channel_security(BrokerConfig({
+            "security.inter.broker.protocol": "SSL", "ssl.keystore.location": str(keystore),
+            "ssl.truststore.location": str(certs.ca_cert), "super.users": BROKER}))
+    assert "does not allow TLS client authentication" in str(err.value)
+    assert "serverAuth,clientAuth" in str(err.value)
+
+
 def test_a_sasl_plaintext_inter_broker_listener_stops_the_broker(tmp_path: Path) -> None:
     c = LocalCluster(tmp_path / "c", 1, transport="tcp", overrides={
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0",

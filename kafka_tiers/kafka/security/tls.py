@@ -643,14 +643,13 @@ def build_client_context(s: TlsSettings, *, check_hostname: bool = True) -> ssl.
     return ctx
 
 
-def keystore_subject(s: TlsSettings) -> str:
-    """The subject (RFC 4514) of the certificate ``s`` presents: the first of its keystore's
-    chain.
+def keystore_certificate(s: TlsSettings) -> x509.Certificate:
+    """The certificate ``s`` presents: the first of its keystore's chain.
 
     Raises:
         ConfigError: as :func:`build_server_context`.
     """
-    return _load_keystore(s).chain[0].subject.rfc4514_string()
+    return _load_keystore(s).chain[0]
 
 
 # ---------------------------------------------------------------------- one listener
@@ -738,5 +737,5 @@ class ListenerTls:
 
 __all__ = ["CLIENT_AUTH", "ListenerTls", "NoMatchingRule", "PrincipalMapper", "TlsSettings",
            "build_client_context", "build_server_context", "certificate_subject",
-           "keystore_subject", "mapping_rules_problem", "parse_cipher_suites",
+           "keystore_certificate", "mapping_rules_problem", "parse_cipher_suites",
            "parse_protocol", "parse_protocols", "store_type_problem", "tls_settings"]
