@@ -224,7 +224,7 @@ class _Kafka:
         self.admin = admin
 
     def create(self, bindings: Sequence[Any]) -> None:
-        from kafka.admin import _acls as kp
+        import kafka.admin as kp
 
         from kafka_tiers.cli.kafka_admin import KafkaAdminError
 
@@ -453,7 +453,7 @@ def _from_kp(a: Any) -> Any:
 
 def _to_kp_filter(f: Any) -> Any:
     """Our AclBindingFilter as kafka-python's ACLFilter."""
-    from kafka.admin import _acls as kp
+    import kafka.admin as kp
 
     return kp.ACLFilter(f.principal, f.host, kp.ACLOperation(int(f.operation)),
                         kp.ACLPermissionType(int(f.permission_type)),

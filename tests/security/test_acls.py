@@ -463,8 +463,9 @@ def kp_admin(bootstrap: str) -> Any:
 
 
 def kp_acl_types() -> Any:
-    from kafka.admin import _acls
-    return _acls
+    """kafka-python's ACL types (ACL, ACLFilter, ResourcePattern, ...): its admin package."""
+    import kafka.admin
+    return kafka.admin
 
 
 def test_without_an_authorizer_the_acl_apis_answer_security_disabled(
