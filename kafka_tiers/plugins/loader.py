@@ -350,7 +350,7 @@ def load_remote_storage(name_or_path: str, config: Mapping[str, str | Secret] | 
 
 
 def discover(groups: tuple[str, ...] = (PLACER_GROUP, STORAGE_GROUP, OBJECT_STORE_GROUP,
-                                        HOOK_GROUP)) -> list[PluginInfo]:
+                                        HOOK_GROUP, AUTHORIZER_GROUP)) -> list[PluginInfo]:
     """Every installed plugin in ``groups``, with whether it loads (imports and passes the
     interface and SPI checks; nothing is created or configured)."""
     found: list[PluginInfo] = []
