@@ -131,25 +131,6 @@ def inter_broker_channel(config: Any) -> InterBrokerChannel:
     return InterBrokerChannel(protocol, listener, open_listeners)
 
 
-def parse_super_users(text: str | None) -> frozenset[KafkaPrincipal]:
-    """The principals of ``super.users`` (``TYPE:NAME`` separated by ``;``; blanks around
-    items ignored).
-
-    Raises:
-        ConfigError: an item that is not ``TYPE:NAME``.
-    """
-    out = set()
-    for item in (text or "").split(";"):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            out.add(KafkaPrincipal.parse(item))
-        except ValueError as exc:
-            raise ConfigError(f"super.users: {exc}", key="super.users") from None
-    return frozenset(out)
-
-
 class TlsChannel:
     """TLS with mutual authentication for the internal transport (a
     :class:`~kafka_tiers.cluster.transport.ChannelSecurity`).
@@ -162,14 +143,16 @@ class TlsChannel:
 
     Args:
         listener_tls: the inter-broker listener's TLS (client authentication required).
-        super_users: the principals served; every other peer is refused.
+        super_users: the principals served, as ``TYPE:NAME`` text (``super.users`` parsed
+            by :func:`~kafka_tiers.kafka.security.acl_authorizer.parse_super_users`); every
+            other peer is refused.
         check_hostname: the connecting side checks the server's certificate names the
             address it dialled (``ssl.endpoint.identification.algorithm=https``, Kafka's
             default).
         handshake_timeout: seconds a handshake may take.
     """
 
-    def __init__(self, listener_tls: Any, super_users: frozenset[KafkaPrincipal], *,
+    def __init__(self, listener_tls: Any, super_users: frozenset[str], *,
                  check_hostname: bool = True,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT_S) -> None:
         self.tls = listener_tls
@@ -218,7 +201,7 @@ class TlsChannel:
             raise PeerRefusedError(f"{peer}: TLS handshake failed") from None
         try:
             principal = self._principal(tls)
-            if principal is None or principal not in self.super_users:
+            if principal is None or str(principal) not in self.super_users:
                 self._refused(host, f"principal {principal}",
                               f"{peer}: principal {principal} is not in super.users; only "
                               "brokers (super users) may use the internal transport")
@@ -243,7 +226,7 @@ class TlsChannel:
                                  "certificate of the same CA, and speaking TLS?)",
                                  ErrorCode.NETWORK_EXCEPTION, sent=False) from None
         principal = self._principal(tls)
-        if principal is None or principal not in self.super_users:
+        if principal is None or str(principal) not in self.super_users:
             with contextlib.suppress(OSError):
                 tls.close()
             raise TransportError(f"{host}: the internal transport's server is {principal}, "
@@ -285,6 +268,7 @@ def channel_security(config: Any) -> TlsChannel | None:
                         "replication and controller requests; set inter.broker.listener.name "
                         "to an SSL or SASL_SSL listener")
         return None
+    from kafka_tiers.kafka.security.acl_authorizer import parse_super_users
     from kafka_tiers.kafka.security.config import listener_value
     from kafka_tiers.kafka.security.tls import ListenerTls, tls_settings
 
@@ -305,7 +289,7 @@ def channel_security(config: Any) -> TlsChannel | None:
                                    "ssl.endpoint.identification.algorithm", "https") or "")
     listener_tls = ListenerTls(required, channel.listener)
     own = _own_principal(listener_tls)
-    if own not in super_users:
+    if str(own) not in super_users:
         raise ConfigError(f"{where} but this broker's own certificate principal {own} is not "
                           "in super.users: the brokers (and this broker's controller) could "
                           f"not talk to each other; add {own} to super.users",
@@ -348,5 +332,4 @@ def _own_principal(listener_tls: Any) -> KafkaPrincipal:
 
 
 __all__ = ["HANDSHAKE_TIMEOUT_S", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",
-           "InterBrokerChannel", "TlsChannel", "channel_security", "inter_broker_channel",
-           "parse_super_users"]
+           "InterBrokerChannel", "TlsChannel", "channel_security", "inter_broker_channel"]

@@ -32,9 +32,9 @@ from kafka_tiers.cluster.transport_security import (
     TlsChannel,
     channel_security,
     inter_broker_channel,
-    parse_super_users,
 )
 from kafka_tiers.config import BrokerConfig
+from kafka_tiers.kafka.security.acl_authorizer import parse_super_users
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from tests.security.certs import (
     BROKER_KEY_PASSWORD,
@@ -300,13 +300,6 @@ def test_plaintext_between_brokers_beside_a_secured_listener_is_warned(
         assert channel_security(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})) is None
     warned = [r.getMessage() for r in caplog.records if r.name == SECURITY_LOG]
     assert len(warned) == 1 and "internal transport is PLAINTEXT" in warned[0]
-
-
-def test_super_users_are_parsed_as_kafka_writes_them() -> None:
-    assert parse_super_users(" User:admin ; User:CN=broker,O=example;") == {
-        KafkaPrincipal("User", "admin"), KafkaPrincipal("User", "CN=broker,O=example")}
-    with pytest.raises(ConfigError):
-        parse_super_users("admin")
 
 
 # ---------------------------------------------------------------------- the CLI's --dir
