@@ -604,9 +604,10 @@ class KafkaServer:
             return
         except (OSError, ValueError) as exc:  # SSLError is an OSError; NoMatchingRule a ValueError
             why = _handshake_failure(exc)
-            self._warn_handshake("kafka listener %s: TLS handshake with %s failed (%s); "
-                                 "connection closed, others go on", c.lst.spec.name, c.peer,
-                                 why)
+            if not _closed_early(exc):  # a port probe (connect, close) is not worth a WARN
+                self._warn_handshake("kafka listener %s: TLS handshake with %s failed (%s); "
+                                     "connection closed, others go on", c.lst.spec.name,
+                                     c.peer, why)
             log.debug("kafka connection %s: TLS handshake failed: %s", c.peer, why)
             self._close(c)
             return
@@ -951,6 +952,14 @@ def _handshake_failure(exc: BaseException) -> str:
             return f"{reason}: not a TLS client (a plaintext client on a TLS listener?)"
         return str(reason)
     return str(exc) or type(exc).__name__
+
+
+def _closed_early(exc: BaseException) -> bool:
+    """Whether a handshake failed only because the client went away (EOF, reset)."""
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError,
+                        BrokenPipeError)):
+        return True
+    return isinstance(exc, ssl.SSLError) and exc.reason == "UNEXPECTED_EOF_WHILE_READING"
 
 
 def _wait_readable(conn: socket.socket, wait: float) -> None:

@@ -681,3 +681,24 @@ def test_frame_timeout_and_idle_bounds_hold_over_tls(make_kafka_broker: Callable
             with contextlib.suppress(ConnectionResetError, ssl.SSLError):
                 assert sock.recv(1) == b""
             assert 0.4 < time.monotonic() - started < 4, partial
+
+
+def test_a_port_probe_is_not_a_warning(make_kafka_broker: Callable[..., Broker],
+                                       certs: TestCerts,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    """A load balancer's TCP check (connect, close) is logged at DEBUG only; a client that
+    speaks something else than TLS is a WARN."""
+    broker = make_kafka_broker(**ssl_broker_config(certs))
+    caplog.set_level(logging.DEBUG, logger="kafka_tiers.kafka.server")
+    address = listener_address(broker, "SSL")
+    for _ in range(3):
+        socket.create_connection(address, timeout=5).close()
+    assert broker.kafka_server is not None
+    wait_until(lambda: "TLS handshake failed" in caplog.text, 5, "the probes were seen")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    with socket.create_connection(address, timeout=5) as raw:
+        raw.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        with contextlib.suppress(ConnectionResetError):
+            raw.recv(64)
+    wait_until(lambda: [r for r in caplog.records if r.levelno >= logging.WARNING], 5,
+               "one WARN for a client that is not TLS")
