@@ -550,13 +550,16 @@ class BrokerConfig(Mapping[str, Any]):
 
     def check_plugins(self) -> None:
         """Check that the plugins named by entry-point name (``broker.replica.placer``,
-        ``remote.storage.manager.class`` when ``remote.log.storage.enable``) are installed;
+        ``remote.storage.manager.class`` when ``remote.log.storage.enable``,
+        ``authorizer.class.name`` but for Kafka's class names) are installed;
         import paths (``pkg.module:Class``) are checked when loaded.
 
         Raises:
             ConfigError: a name no installed plugin has; the message names the installed ones.
         """
+        from kafka_tiers.kafka.security.acl_authorizer import KAFKA_CLASS_NAMES
         from kafka_tiers.plugins.loader import (
+            AUTHORIZER_GROUP,
             OBJECT_STORE_GROUP,
             PLACER_GROUP,
             STORAGE_GROUP,
@@ -567,6 +570,8 @@ class BrokerConfig(Mapping[str, Any]):
         if self._values.get("remote.log.storage.enable"):
             wanted.append(("remote.storage.manager.class", STORAGE_GROUP,
                            "remote storage manager"))
+        if self._values.get("authorizer.class.name") not in (None, "", *KAFKA_CLASS_NAMES):
+            wanted.append(("authorizer.class.name", AUTHORIZER_GROUP, "authorizer"))
         for key, group, kind in wanted:
             name = str(self._values.get(key) or "")
             if not name or ":" in name:

@@ -354,6 +354,16 @@ def test_an_unknown_authorizer_is_one_config_error_naming_the_installed_ones() -
         load_authorizer({"authorizer.class.name": "no_such_module_x:Authorizer"})
 
 
+def test_config_check_names_an_unknown_authorizer_but_takes_kafkas_class_names() -> None:
+    from kafka_tiers.config import BrokerConfig
+
+    for name in ("acl", "kafka.security.authorizer.AclAuthorizer",
+                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "pkg.mod:Cls", ""):
+        BrokerConfig({"authorizer.class.name": name}).check_plugins()
+    with pytest.raises(ConfigError, match="did you mean acl"):
+        BrokerConfig({"authorizer.class.name": "acll"}).check_plugins()
+
+
 def test_a_broker_with_an_unknown_authorizer_does_not_start(tmp_path: Path) -> None:
     from kafka_tiers.broker.broker import Broker
 
