@@ -246,7 +246,7 @@ def test_jaas_kafka_example() -> None:
     module = parse_jaas_config(Secret(PLAIN_JAAS), "sasl.jaas.config")
     assert module.login_module == "org.apache.kafka.common.security.plain.PlainLoginModule"
     assert module.control_flag == "required"
-    assert module.options["username"] == "admin"
+    assert module.options["username"] == "admin"  # not a secret: logs keep "admin"
     assert isinstance(module.options["password"], Secret)
     assert module.options["password"].reveal() == "admin-secret"
     users = module.users()
@@ -262,8 +262,11 @@ def test_jaas_quoting_escapes_comments_and_words() -> None:
     assert module.control_flag == "optional"
     assert {u: p.reveal() for u, p in module.users().items()} == {
         "a": 'q"uo\\te;=', "b": "bare_word", "c": "tab\there"}
-    two = parse_jaas("a.B required; c.D sufficient x=\"1\";", "k")
+    two = parse_jaas("a.B required; c.D sufficient serviceName=\"kafka\" tokenKey=\"t0k\";",
+                     "k")
     assert [m.login_module for m in two] == ["a.B", "c.D"]
+    assert two[1].options["serviceName"] == "kafka"  # text: "kafka" stays in log lines
+    assert isinstance(two[1].options["tokenKey"], Secret)
 
 
 @pytest.mark.parametrize("text,position", [

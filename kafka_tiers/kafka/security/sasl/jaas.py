@@ -11,9 +11,10 @@ which a backslash escapes the next character -- ``\\n``, ``\\t``, ``\\r`` mean t
 characters -- or a bare word), and the closing ``;``. ``//`` and ``/* */`` comments are
 skipped, as Kafka's tokenizer does. Kafka's ``sasl.jaas.config`` holds exactly one module.
 
-Every option value but ``username`` is kept as a :class:`~kafka_tiers.api.Secret` (passwords,
-``user_<name>`` entries). A parse error is one :class:`~kafka_tiers.api.ConfigError` naming
-the key and the character position, never the text (it holds passwords).
+The values of credential options (``password``, ``user_<name>``, see
+:func:`is_secret_option`) are kept as :class:`~kafka_tiers.api.Secret`. A parse error is one
+:class:`~kafka_tiers.api.ConfigError` naming the key and the character position, never the
+text (it holds passwords).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from kafka_tiers.api.secret import Secret
 CONTROL_FLAGS = frozenset({"required", "requisite", "sufficient", "optional"})
 #: the option prefix of the PLAIN users (``user_alice="alice-secret"``)
 USER_PREFIX = "user_"
-#: options whose values are shown (everything else is a Secret)
-PUBLIC_OPTIONS = frozenset({"username"})
+#: words that make an option's value a credential (with ``user_<name>`` options)
+SECRET_WORDS = ("password", "secret", "token", "key")
 
 _WORD = re.compile(r"[A-Za-z0-9_.$\-]+")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
@@ -43,7 +44,7 @@ class JaasModule:
     Attributes:
         login_module: the login module's class name.
         control_flag: ``required``, ``requisite``, ``sufficient`` or ``optional``.
-        options: option name -> value (a :class:`Secret` except for ``username``), in the
+        options: option name -> value (a :class:`Secret` for a credential option), in the
             order given.
     """
 
@@ -59,6 +60,14 @@ class JaasModule:
                 out[name[len(USER_PREFIX):]] = value if isinstance(value, Secret) \
                     else Secret(value)
         return out
+
+
+def is_secret_option(name: str) -> bool:
+    """Whether option ``name`` holds a credential (``password``, ``user_<name>``, anything
+    naming a secret, token or key): its value is kept as a :class:`Secret`. Other values
+    (``username``, ``serviceName``) stay text, so the log's secret hiding leaves them be."""
+    lower = name.lower()
+    return lower.startswith(USER_PREFIX) or any(w in lower for w in SECRET_WORDS)
 
 
 class _Parser:
@@ -151,7 +160,7 @@ class _Parser:
             value = self.value()
             if opt in options:
                 raise self.fail("an option is given twice", opt_pos)
-            options[opt] = value if opt in PUBLIC_OPTIONS else Secret(value)
+            options[opt] = Secret(value) if is_secret_option(opt) else value
         self.pos += 1
         return JaasModule(name, flag.lower(), options)
 
@@ -190,4 +199,4 @@ def parse_jaas_config(text: str | Secret, key: str) -> JaasModule:
     return modules[0]
 
 
-__all__ = ["CONTROL_FLAGS", "JaasModule", "parse_jaas", "parse_jaas_config"]
+__all__ = ["CONTROL_FLAGS", "JaasModule", "is_secret_option", "parse_jaas", "parse_jaas_config"]

@@ -58,10 +58,17 @@ _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 class StoredCredential(Protocol):
     """What the server keeps of a user's SCRAM password (one mechanism)."""
 
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
+    @property
+    def salt(self) -> bytes: ...
+
+    @property
+    def stored_key(self) -> bytes: ...
+
+    @property
+    def server_key(self) -> bytes: ...
+
+    @property
+    def iterations(self) -> int: ...
 
 
 class CredentialLookup(Protocol):
@@ -73,17 +80,17 @@ class CredentialLookup(Protocol):
 
 
 @dataclass(frozen=True)
-class _Stand_in:
+class _StandIn:
     salt: bytes
     stored_key: bytes
     server_key: bytes
     iterations: int
 
 
-def _stand_in(user: str, mechanism: str) -> _Stand_in:
+def _stand_in(user: str, mechanism: str) -> _StandIn:
     salt = hmac.new(_FAKE_KEY, f"{mechanism}\0{user}".encode(), hashlib.sha256).digest()
     size = hashlib.new(HASHES[mechanism]).digest_size
-    return _Stand_in(salt[:FAKE_SALT_BYTES], secrets.token_bytes(size),
+    return _StandIn(salt[:FAKE_SALT_BYTES], secrets.token_bytes(size),
                      secrets.token_bytes(size), FAKE_ITERATIONS)
 
 
@@ -213,15 +220,16 @@ class ScramServer:
         if extensions.get("tokenauth", "").lower() == "true":
             raise AuthenticationFailed(None, "extensions-not-supported (tokenauth: "
                                        "delegation tokens are not supported)", user)
-        credential = self._credentials.lookup(user, self.mechanism)
-        self._known = credential is not None
-        self._credential = credential if credential is not None \
+        found = self._credentials.lookup(user, self.mechanism)
+        self._known = found is not None
+        credential: StoredCredential = found if found is not None \
             else _stand_in(user, self.mechanism)
+        self._credential = credential
         self._client_first_bare = bare
         self._combined_nonce = client_nonce + self._nonce()
-        salt = base64.b64encode(self._credential.salt).decode()
+        salt = base64.b64encode(credential.salt).decode()
         self._server_first = (f"r={self._combined_nonce},s={salt},"
-                              f"i={int(self._credential.iterations)}")
+                              f"i={int(credential.iterations)}")
         return self._server_first
 
     def _client_final(self, text: str) -> str:
