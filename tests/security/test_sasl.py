@@ -558,6 +558,72 @@ def test_sasl_ssl_with_every_client(sasl_broker: Callable[..., Broker], certs: T
     assert out.stdout.split() == [b"m0", b"m1", b"m2", b"kp"]
 
 
+def test_aiokafka_produce_with_scram(sasl_broker: Callable[..., Broker]) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    broker = sasl_broker()
+    _create_topic(_ck_conf(broker, "PLAIN"), "aio")
+    user, password = USERS["SCRAM-SHA-256"]
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers,
+                                    security_protocol="SASL_PLAINTEXT",
+                                    sasl_mechanism="SCRAM-SHA-256",
+                                    sasl_plain_username=user, sasl_plain_password=password,
+                                    request_timeout_ms=8000)
+        await producer.start()
+        try:
+            await asyncio.wait_for(producer.send_and_wait("aio", b"a"), 10)
+        finally:
+            await producer.stop()
+
+    asyncio.run(produce())
+    assert _ck_produce_consume(_ck_conf(broker, "PLAIN"), "aio", n=1)[0] == b"a"
+
+
+def test_per_listener_mechanisms(make_kafka_broker: Callable[..., Broker]) -> None:
+    """listener.name.<l>.sasl.enabled.mechanisms and .plain.sasl.jaas.config: each listener
+    offers its own mechanisms and users; a PLAINTEXT listener beside them stays open."""
+    broker = make_kafka_broker(**{
+        "listeners": "A://127.0.0.1:0,B://127.0.0.1:0,OPEN://127.0.0.1:0",
+        "listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT,OPEN:PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.a.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.a.plain.sasl.jaas.config": PLAIN_JAAS,
+        "sasl.jaas.config": 'x.P required user_zed="zed-secret";'})
+    _add_scram_users(broker)
+    assert broker.kafka_server is not None
+    address = {name: f"{h}:{p}" for name, (h, p) in broker.kafka_server.advertised().items()}
+    raw = RawClient(address["A"])
+    try:
+        hs = raw.call(17, 1, mechanism="SCRAM-SHA-512")
+        assert hs.error_code == 33 and list(hs.mechanisms) == ["PLAIN", "SCRAM-SHA-256"]
+    finally:
+        raw.close()
+    raw = RawClient(address["A"])
+    try:
+        assert raw.plain("alice", "alice-secret").error_code == 0
+    finally:
+        raw.close()
+    raw = RawClient(address["B"])
+    try:
+        assert list(raw.call(17, 1, mechanism="PLAIN").mechanisms) == ["SCRAM-SHA-512"]
+    finally:
+        raw.close()
+    raw = RawClient(address["B"])
+    try:
+        assert raw.scram("SCRAM-SHA-512", *USERS["SCRAM-SHA-512"]).error_code == 0
+        assert raw.metadata().brokers
+    finally:
+        raw.close()
+    raw = RawClient(address["OPEN"])
+    try:
+        assert raw.metadata().brokers
+    finally:
+        raw.close()
+
+
 # ---------------------------------------------------------------------- failures
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 @pytest.mark.parametrize("who", ["wrong password", "unknown user"])
@@ -908,6 +974,33 @@ def test_librdkafka_reauthenticates_a_long_running_consumer(
     assert got == [f"m{n}".encode() for n in range(i)]
     text = [r.getMessage() for r in caplog.records]
     assert sum("re-authenticated with SCRAM-SHA-512" in t for t in text) >= 2
+    assert not any("SASL session expired" in t for t in text)
+
+
+@pytest.mark.slow
+def test_kafka_python_reauthenticates(sasl_broker: Callable[..., Broker],
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    """kafka-python 3.x re-authenticates too (KIP-368): a producer sending for ~3.5 s with
+    connections.max.reauth.ms=1000 keeps its connection."""
+    from kafka import KafkaProducer
+    caplog.set_level(logging.INFO, logger="kafka_tiers.kafka.server")
+    caplog.set_level(logging.DEBUG, logger="kafka_tiers.kafka.apis.sasl")  # last: the handler's
+    broker = sasl_broker(**{"connections.max.reauth.ms": "1000"})
+    _create_topic(_ck_conf(broker, "PLAIN"), "kp-long")
+    user, password = USERS["SCRAM-SHA-256"]
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers,
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                             sasl_plain_username=user, sasl_plain_password=password,
+                             max_block_ms=8000, request_timeout_ms=8000)
+    try:
+        start = time.monotonic()
+        while time.monotonic() - start < 3.5:
+            producer.send("kp-long", b"x").get(timeout=10)
+            time.sleep(0.05)
+    finally:
+        producer.close()
+    text = [r.getMessage() for r in caplog.records]
+    assert sum("re-authenticated with SCRAM-SHA-256" in t for t in text) >= 2
     assert not any("SASL session expired" in t for t in text)
 
 
