@@ -294,8 +294,11 @@ class GroupCoordinator:
         # over TCP a connection of its own: the member's shared one (one request at a time per
         # address) stays taken by this request while the controller, maybe this very broker,
         # sends its LeaderAndIsr back over it (a deadlock until the request timed out)
+        # (the TCP connection secured as the member's own: a TLS internal transport refuses
+        # a plaintext one)
         client = ClusterClient([member.address], timeout=10.0,
-                               transport=member.client if broker.network is not None else None)
+                               transport=member.client if broker.network is not None else None,
+                               security=member.security)
         try:
             client.create_topic(OFFSETS_TOPIC, n, self.replication_factor,
                                 self._topic_config(), wait=True, timeout=10.0)
