@@ -94,7 +94,8 @@ def write_channel_file(directory: str | os.PathLike[str], config: Any) -> Path |
     props["super.users"] = _text(config.get("super.users") or "")
     for key in CHANNEL_SSL_KEYS:
         value = listener_value(config, channel.listener, key)
-        if value is None or not _text(value).strip():
+        empty_means_off = key == "ssl.endpoint.identification.algorithm"  # "" disables it
+        if value is None or (not _text(value).strip() and not empty_means_off):
             continue
         text = _text(value).strip()
         if key.endswith(".location"):
