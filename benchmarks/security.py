@@ -1,0 +1,574 @@
+"""Security benchmark: what TLS and SASL cost, and what a password-guessing client costs the
+others, with real clients (confluent-kafka / librdkafka) against a broker process on loopback,
+each figure next to a baseline measured in the same run on the same broker.
+
+* ``brute_force``: while one client produces 1 KiB records with ``acks=1`` at a steady rate
+  (2,000 records/s, ``linger.ms=0``: one request a record) over ``SASL_SSL`` with
+  ``SCRAM-SHA-512``, recording librdkafka's per-record latency (produce() to
+  acknowledgement), another client makes 1,000 SCRAM attempts with a wrong password (a bounded
+  loop, loopback only: TLS handshake, SaslHandshake, the whole SCRAM exchange with a proof
+  computed from the wrong password, refused; a new connection each, 8 at a time). Figure: the
+  producer's p99 over the records sent while the attack ran; baseline: the p99 of the same
+  producer over a window as long, at the same point of a run without the attack. Goal: at
+  most 1.2x the baseline (the attack slows other clients' p99 by no more than 20%).
+* ``tls``: produce and consume throughput over ``SASL_SSL`` (SCRAM-SHA-512, TLS 1.2+) as a
+  ratio to ``PLAINTEXT``, both listeners of the same broker. Produce: 1 KiB records in 1 MiB
+  batches (``batch.size``, ``linger.ms=50``), ``acks=1``, MB/s of record values. Consume: a
+  partition of 64 KiB records in ~1 MiB batches read from offset 0, MB/s of record values
+  (larger records, so the figure is the bytes' path, TLS included, rather than the client's
+  per-record cost). Goal: at least 0.5x each (the cost should be the cipher, not our code).
+  ``benchmarks/wire.py``'s TLS row is this measurement (:func:`measure_tls`).
+
+Every client runs in a process of its own (this script with a ``--*-child`` argument), as a
+real client never shares the broker's interpreter, nor the benchmark's; the broker is a
+``kafka-tiers broker start`` process. Each figure is the median of 3 rounds interleaved with
+its baseline's 3 rounds (a busy spell of the machine hits both); every round is reported.
+The certificates are made for the run (``tests.security.certs``); the SCRAM user is added
+through the broker's PLAINTEXT listener with Kafka's AlterUserScramCredentials (no authorizer
+on this broker: the benchmark measures authentication and encryption, not ACLs).
+
+Usage: ``python benchmarks/security.py [--quick] [--only brute_force|tls]``. The last line
+printed is one JSON object ``{"benchmark": "security", "goal": ..., "goal_met": ..., ...}``
+with the figures; ``goals`` says which goal was met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the test certificates and free ports live in tests/
+
+MIB = 1 << 20
+RECORD = 1024
+CONSUME_RECORD = 64 * 1024
+BATCH_BYTES = MIB
+ROUNDS = 3
+MECHANISM = "SCRAM-SHA-512"
+USER, PASSWORD = "bench", "bench-password-7f3a"
+ATTEMPTS = 1000
+ATTACK_THREADS = 4
+RATE = 2000
+GOALS = {"brute_force_p99_ratio": 1.2, "tls_ratio": 0.5}
+GOAL_WORDS = {"brute_force": "1,000 wrong SCRAM attempts raise another client's acks=1 produce "
+                             "p99 by at most 20% over the same run's baseline",
+              "tls": "SASL_SSL produce and consume throughput >= 0.5x PLAINTEXT, 1 MiB "
+                     "batches"}
+
+
+# ------------------------------------------------------------------ the broker
+
+@dataclass(frozen=True)
+class SecureBroker:
+    """A broker process with a ``PLAINTEXT`` and a ``SASL_SSL`` listener (127.0.0.1)."""
+
+    plaintext: str
+    sasl_ssl: str
+    ca_file: str
+
+    def client_config(self, protocol: str, password: str = PASSWORD) -> dict[str, Any]:
+        """confluent-kafka settings for ``protocol`` (Kafka's client property names)."""
+        if protocol == "PLAINTEXT":
+            return {"bootstrap.servers": self.plaintext}
+        return {"bootstrap.servers": self.sasl_ssl, "security.protocol": "SASL_SSL",
+                "sasl.mechanism": MECHANISM, "sasl.username": USER, "sasl.password": password,
+                "ssl.ca.location": self.ca_file}
+
+
+def broker_properties(directory: Path, plaintext_port: int, sasl_port: int,
+                      certs: Any) -> dict[str, str]:
+    """The benchmark broker's server.properties: two listeners, SCRAM-SHA-512 on SASL_SSL."""
+    return {"broker.id": "1", "log.dirs": str(directory / "data"),
+            "listeners": f"PLAINTEXT://127.0.0.1:{plaintext_port},"
+                         f"SASL_SSL://127.0.0.1:{sasl_port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "sasl.enabled.mechanisms": MECHANISM,
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_cert),
+            "message.max.bytes": str(BATCH_BYTES + 4096),
+            "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
+
+
+@contextlib.contextmanager
+def secure_broker(directory: Path, timeout: float = 60.0) -> Iterator[SecureBroker]:
+    """A ``kafka-tiers broker start`` process with both listeners and the SCRAM user
+    :data:`USER`; stopped with SIGINT (SIGKILL after a minute) on exit."""
+    from tests.security.certs import write_test_certs
+    from tests.servers.base import free_port
+
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = write_test_certs(directory / "certs")
+    plain_port, sasl_port = free_port(), free_port()
+    props = directory / "server.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in
+                             broker_properties(directory, plain_port, sasl_port, certs).items()))
+    err = open(directory / "broker.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_tiers", "broker", "start", "--config",
+                             str(props), "--format", "json", "--log-level", "WARNING"],
+                            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                            cwd=str(ROOT), start_new_session=True)
+    err.close()
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            with contextlib.suppress(ValueError):
+                if json.loads(raw).get("event") == "ready":
+                    ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (directory / "broker.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"the broker did not start (exit {proc.poll()}):\n{tail}")
+        broker = SecureBroker(f"127.0.0.1:{plain_port}", f"127.0.0.1:{sasl_port}",
+                              str(certs.ca_cert))
+        add_scram_user(broker.plaintext, USER, PASSWORD)
+        yield broker
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def add_scram_user(bootstrap: str, user: str, password: str) -> None:
+    """AlterUserScramCredentials (KIP-554) through confluent-kafka's admin client."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    """One partition, one replica, 1 GiB segments (CreateTopics through the PLAINTEXT
+    listener)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    for future in admin.create_topics([NewTopic(topic, 1, 1, config={
+            "segment.bytes": str(1 << 30)})], operation_timeout=30).values():
+        future.result(60)
+
+
+# ------------------------------------------------------------------ child processes
+
+def run_child(kind: str, args: dict[str, Any], timeout: float = 900.0) -> dict[str, Any]:
+    """This script as ``--<kind>-child`` with ``args``; its last stdout line as JSON."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), f"--{kind}-child",
+                           json.dumps(args)], capture_output=True, text=True, timeout=timeout,
+                          cwd=str(ROOT))
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {kind} client process failed (exit {proc.returncode}): "
+                           f"{proc.stderr[-2000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def produce_child(config: dict[str, Any], topic: str, total: int, record: int) -> dict[str, Any]:
+    """Seconds to produce ``total`` bytes of ``record``-byte values (``produce_batch`` of
+    1,024 records a call, 1 MiB batches, ``acks=1``) and have every record acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer({**config, "acks": 1, "linger.ms": 50, "batch.size": BATCH_BYTES,
+                         "message.max.bytes": BATCH_BYTES + 4096,
+                         "batch.num.messages": 1_000_000, "compression.type": "none",
+                         "queue.buffering.max.kbytes": 1 << 20,
+                         "queue.buffering.max.messages": 2_000_000,
+                         "enable.idempotence": False, "socket.timeout.ms": 10000})
+    vals = [os.urandom(record // 2).hex().encode() for _ in range(64)]
+    per_call = max(1, min(1024, (8 * MIB) // record))
+    msgs = [{"value": vals[i & 63]} for i in range(per_call)]
+    calls = max(1, total // record // per_call)
+    failed: list[str] = []
+    try:
+        producer.list_topics(topic, timeout=30)  # connected and authenticated before timing
+        start = time.perf_counter()
+        for _ in range(calls):
+            queued = producer.produce_batch(topic, msgs, partition=0)
+            if queued != len(msgs):
+                failed.append(f"{len(msgs) - queued} records not queued")
+                break
+            producer.poll(0)
+        left = producer.flush(300)
+        seconds = time.perf_counter() - start
+    finally:
+        producer.close()
+    if failed or left:
+        raise RuntimeError(f"produce {topic}: {failed or [f'{left} records undelivered']}")
+    return {"seconds": seconds, "records": calls * per_call, "bytes": calls * per_call * record}
+
+
+def consume_child(config: dict[str, Any], topic: str, last_offset: int) -> dict[str, Any]:
+    """Seconds to read offsets 0..``last_offset`` with ``consume(n)``, every value touched."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import TopicPartition as CkTp
+
+    consumer = Consumer({**config, "group.id": "security-bench", "enable.auto.commit": False,
+                         "fetch.max.bytes": 64 * MIB, "max.partition.fetch.bytes": 32 * MIB,
+                         "fetch.wait.max.ms": 50, "receive.message.max.bytes": 64 * MIB + 4096,
+                         "queued.max.messages.kbytes": 512 * 1024,
+                         "socket.receive.buffer.bytes": 4 * MIB})
+    try:
+        consumer.list_topics(topic, timeout=30)
+        start = time.perf_counter()
+        consumer.assign([CkTp(topic, 0, OFFSET_BEGINNING)])
+        last, got = -1, 0
+        deadline = start + 600
+        while last < last_offset:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"consume {topic}: at offset {last} of {last_offset}")
+            msgs = consumer.consume(20000, 0.01)
+            for m in msgs:
+                if m.error() is not None:
+                    raise RuntimeError(f"consume {topic}: {m.error()}")
+                got += len(m.value())
+            if msgs:
+                last = msgs[-1].offset()
+        return {"seconds": time.perf_counter() - start, "bytes": got}
+    finally:
+        consumer.close()
+
+
+def latency_child(config: dict[str, Any], topic: str, seconds: float, rate: int
+                  ) -> dict[str, Any]:
+    """Produce 1 KiB records with ``acks=1`` at ``rate`` records/s for ``seconds``; prints
+    ``{"ready": <wall time>}`` once connected (the timed loop starts then), and returns every
+    record's (wall time sent, latency in ms)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({**config, "acks": 1, "linger.ms": 0, "enable.idempotence": False,
+                         "socket.timeout.ms": 10000})
+    vals = [os.urandom(RECORD // 2).hex().encode() for _ in range(64)]
+    sent: list[float] = [0.0] * int(seconds * rate)
+    lat: dict[int, float] = {}
+    failed: list[str] = []
+
+    def report(i: int) -> Any:
+        def done(err: Any, msg: Any) -> None:
+            if err is not None:
+                failed.append(str(err))
+            else:
+                lat[i] = msg.latency() * 1000
+        return done
+
+    producer.produce(topic, value=vals[0], partition=0)  # warm-up: connection, metadata
+    producer.flush(30)
+    print(json.dumps({"ready": time.time()}), flush=True)
+    start = time.perf_counter()
+    wall0 = time.time()
+    for i in range(len(sent)):
+        due = start + i / rate
+        while True:
+            now = time.perf_counter()
+            if now >= due:
+                break
+            producer.poll(min(0.001, due - now))
+        sent[i] = wall0 + (time.perf_counter() - start)
+        producer.produce(topic, value=vals[i & 63], partition=0, on_delivery=report(i))
+    producer.flush(60)
+    if failed or len(lat) != len(sent):
+        raise RuntimeError(f"latency: {len(lat)} of {len(sent)} acknowledged; errors "
+                           f"{failed[:3]}")
+    return {"samples": [[sent[i], round(lat[i], 3)] for i in range(len(sent))]}
+
+
+# ------------------------------------------------------------------ wrong SCRAM attempts
+
+def _frame(request: Any, correlation_id: int) -> bytes:
+    request.with_header(correlation_id=correlation_id, client_id="security-bench-attack")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _exchange(sock: socket.socket, request: Any, key: int, version: int, corr: int) -> Any:
+    from kafka_tiers.kafka import codec
+
+    sock.sendall(_frame(request, corr))
+    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    return codec.RESPONSES[key].decode(_recv_exact(sock, size), version=version, header=True)
+
+
+def _scram_proof(password: str, server_first: str, client_first_bare: str,
+                 final_without_proof: str) -> str:
+    fields = dict(item.split("=", 1) for item in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), base64.b64decode(fields["s"]),
+                                 int(fields["i"]))
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha512).digest()
+    stored = hashlib.sha512(client_key).digest()
+    auth = f"{client_first_bare},{server_first},{final_without_proof}".encode()
+    signature = hmac.new(stored, auth, hashlib.sha512).digest()
+    return base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature,
+                                                          strict=True))).decode()
+
+
+def wrong_scram_attempt(host: str, port: int, context: ssl.SSLContext | None, user: str,
+                        password: str, compute_proof: bool = True) -> str:
+    """One SCRAM-SHA-512 authentication with ``password`` on a new connection (TLS when
+    ``context``): SaslHandshake v1, then SaslAuthenticate v1 with the client-first and the
+    client-final message (its proof computed from ``password``; random bytes of the proof's
+    size without ``compute_proof``: as wrong, and the broker's work the same, without the
+    client's PBKDF2). Returns ``refused`` (an error answered, or the connection closed, at
+    any step) or ``accepted``."""
+    from kafka_tiers.kafka import codec
+
+    try:
+        with socket.create_connection((host, port), timeout=10) as raw:
+            sock = context.wrap_socket(raw, server_hostname=host) if context else raw
+            with sock:
+                hs = _exchange(sock, codec.REQUESTS[17][1](mechanism=MECHANISM), 17, 1, 1)
+                if hs.error_code:
+                    return "refused"
+                bare = f"n={user},r={secrets.token_urlsafe(18)}"
+                first = _exchange(sock, codec.REQUESTS[36][1](
+                    auth_bytes=f"n,,{bare}".encode()), 36, 1, 2)
+                if first.error_code:
+                    return "refused"
+                server_first = bytes(first.auth_bytes).decode()
+                nonce = dict(i.split("=", 1) for i in server_first.split(","))["r"]
+                without_proof = f"c=biws,r={nonce}"
+                proof = (_scram_proof(password, server_first, bare, without_proof)
+                         if compute_proof else base64.b64encode(os.urandom(64)).decode())
+                final = _exchange(sock, codec.REQUESTS[36][1](
+                    auth_bytes=f"{without_proof},p={proof}".encode()), 36, 1, 3)
+                return "refused" if final.error_code else "accepted"
+    except (OSError, ConnectionError, ssl.SSLError):
+        return "refused"
+
+
+def attack_child(bootstrap: str, ca_file: str | None, user: str, attempts: int,
+                 threads: int) -> dict[str, Any]:
+    """``attempts`` wrong-password SCRAM authentications against ``bootstrap`` (loopback
+    only), ``threads`` at a time; counts and the wall time of the first start and last end.
+    The proofs are random bytes (as wrong as a guessed password's, the broker's work the
+    same): on one machine the attacker's own PBKDF2 would take CPU from the broker and
+    measure the machine, not the broker."""
+    host, port = bootstrap.rsplit(":", 1)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ValueError(f"the attack runs against loopback only, not {host}")
+    context = None
+    if ca_file:
+        context = ssl.create_default_context(cafile=ca_file)
+    start = time.time()
+    with ThreadPoolExecutor(threads) as pool:
+        outcomes = list(pool.map(lambda i: wrong_scram_attempt(
+            host, int(port), context, user, f"wrong-{i}", False), range(attempts)))
+    return {"start": start, "end": time.time(), "attempts": attempts,
+            "refused": outcomes.count("refused"), "accepted": outcomes.count("accepted")}
+
+
+# ------------------------------------------------------------------ the measurements
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)]
+
+
+def _latency_run(broker: SecureBroker, topic: str, seconds: float, rate: int,
+                 attack: dict[str, Any] | None) -> tuple[list[list[float]], float,
+                                                         dict[str, Any] | None]:
+    """A latency child (and, with ``attack`` args, an attack child once the producer is
+    connected); returns the samples, the producer's ready time and the attack's result."""
+    args = {"config": broker.client_config("SASL_SSL"), "topic": topic, "seconds": seconds,
+            "rate": rate}
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--latency-child",
+                             json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=str(ROOT))
+    try:
+        assert proc.stdout is not None
+        ready_line = proc.stdout.readline()
+        if not ready_line:
+            raise RuntimeError(f"the latency client failed: {proc.stderr.read()[-2000:]}")
+        ready = float(json.loads(ready_line)["ready"])
+        result = run_child("attack", attack) if attack is not None else None
+        out, err = proc.communicate(timeout=seconds + 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the latency client failed (exit {proc.returncode}): {err[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])["samples"], ready, result
+
+
+def measure_brute_force(work: Path, seconds: float = 12.0, rounds: int = ROUNDS,
+                        attempts: int = ATTEMPTS, rate: int = RATE) -> dict[str, Any]:
+    """The producer's p99 while ``attempts`` wrong SCRAM attempts run, against the same
+    producer's p99 over as long a window at the same point of a run without them; medians
+    of ``rounds`` interleaved rounds (attack, then baseline)."""
+    with secure_broker(work / "brute-force") as broker:
+        create_topic(broker.plaintext, "latency")
+        attacked, baseline, durations, refused, accepted = [], [], [], 0, 0
+        medians: list[float] = []
+        base_medians: list[float] = []
+        for _ in range(rounds):
+            attack_args = {"bootstrap": broker.sasl_ssl, "ca_file": broker.ca_file,
+                           "user": USER, "attempts": attempts, "threads": ATTACK_THREADS}
+            samples, ready, result = _latency_run(broker, "latency", seconds, rate,
+                                                  attack_args)
+            assert result is not None
+            refused += result["refused"]
+            accepted += result["accepted"]
+            offset, length = result["start"] - ready, result["end"] - result["start"]
+            durations.append(length)
+            during = [lat for t, lat in samples if result["start"] <= t <= result["end"]]
+            if not during:
+                raise RuntimeError("no record was produced while the attack ran")
+            attacked.append(_p99(during))
+            medians.append(statistics.median(during))
+            samples, ready, _ = _latency_run(broker, "latency", seconds, rate, None)
+            window = [lat for t, lat in samples
+                      if ready + offset <= t <= ready + offset + length]
+            if not window:
+                raise RuntimeError("no record in the baseline's window")
+            baseline.append(_p99(window))
+            base_medians.append(statistics.median(window))
+    p99, base = statistics.median(attacked), statistics.median(baseline)
+    return {"brute_force_attempts": attempts * rounds, "brute_force_refused": refused,
+            "brute_force_accepted": accepted, "brute_force_rate": rate,
+            "brute_force_attack_seconds": [round(x, 2) for x in durations],
+            "brute_force_p99_ms": round(p99, 2), "baseline_p99_ms": round(base, 2),
+            "brute_force_p99_ratio": round(p99 / base, 3),
+            "brute_force_p50_ms": round(statistics.median(medians), 2),
+            "baseline_p50_ms": round(statistics.median(base_medians), 2),
+            "brute_force_runs_p99_ms": [round(x, 2) for x in attacked],
+            "baseline_runs_p99_ms": [round(x, 2) for x in baseline]}
+
+
+def measure_tls(work: Path, total: int = 256 * MIB, rounds: int = ROUNDS) -> dict[str, Any]:
+    """Produce and consume MB/s over SASL_SSL and over PLAINTEXT on one broker, rounds
+    interleaved; medians and their ratios (``tls_produce_ratio``, ``tls_consume_ratio``).
+    The figure ``benchmarks/wire.py`` reports as its TLS row."""
+    runs: dict[str, dict[str, list[float]]] = {
+        p: {"produce": [], "consume": []} for p in ("PLAINTEXT", "SASL_SSL")}
+    with secure_broker(work / "tls") as broker:
+        for r in range(rounds):
+            for protocol in ("PLAINTEXT", "SASL_SSL"):
+                config = broker.client_config(protocol)
+                topic = f"tls-{protocol.lower()}-{r}"
+                create_topic(broker.plaintext, topic)
+                done = run_child("produce", {"config": config, "topic": topic,
+                                             "total": total, "record": RECORD})
+                runs[protocol]["produce"].append(done["bytes"] / MIB / done["seconds"])
+                big = topic + "-read"
+                create_topic(broker.plaintext, big)
+                wrote = run_child("produce", {"config": config, "topic": big,
+                                              "total": total, "record": CONSUME_RECORD})
+                read = run_child("consume", {"config": config, "topic": big,
+                                             "last_offset": wrote["records"] - 1})
+                if read["bytes"] != wrote["bytes"]:
+                    raise RuntimeError(f"consume {big}: {read['bytes']} of {wrote['bytes']} "
+                                       "bytes read")
+                runs[protocol]["consume"].append(read["bytes"] / MIB / read["seconds"])
+    out: dict[str, Any] = {"tls_mb": round(total / MIB, 1), "tls_record_bytes": RECORD,
+                           "tls_consume_record_bytes": CONSUME_RECORD}
+    for kind in ("produce", "consume"):
+        plain = statistics.median(runs["PLAINTEXT"][kind])
+        sasl = statistics.median(runs["SASL_SSL"][kind])
+        out.update({f"tls_{kind}_sasl_ssl_mb_s": round(sasl, 1),
+                    f"tls_{kind}_plaintext_mb_s": round(plain, 1),
+                    f"tls_{kind}_ratio": round(sasl / plain, 3),
+                    f"tls_{kind}_sasl_ssl_runs_mb_s": [round(x, 1)
+                                                       for x in runs["SASL_SSL"][kind]],
+                    f"tls_{kind}_plaintext_runs_mb_s": [round(x, 1)
+                                                        for x in runs["PLAINTEXT"][kind]]})
+    return out
+
+
+def tls_goal_met(figures: dict[str, Any]) -> bool:
+    """Both TLS ratios at least :data:`GOALS` ``tls_ratio``."""
+    return (figures["tls_produce_ratio"] >= GOALS["tls_ratio"]
+            and figures["tls_consume_ratio"] >= GOALS["tls_ratio"])
+
+
+# ------------------------------------------------------------------ main
+
+CHILDREN = {"produce": produce_child, "consume": consume_child, "latency": latency_child,
+            "attack": attack_child}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", choices=["brute_force", "tls"], help="one of the two")
+    parser.add_argument("--rate", type=int, default=RATE,
+                        help="records/s of the brute-force figure's producer")
+    for kind in CHILDREN:
+        parser.add_argument(f"--{kind}-child", metavar="JSON", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for kind, child in CHILDREN.items():
+        given = getattr(args, f"{kind}_child")
+        if given:
+            print(json.dumps(child(**json.loads(given))), flush=True)
+            return 0
+    q = args.quick
+    result: dict[str, Any] = {"benchmark": "security", "quick": q}
+    goals: dict[str, bool] = {}
+    work = Path(tempfile.mkdtemp(prefix="kt-security-"))
+    try:
+        if args.only in (None, "brute_force"):
+            result.update(measure_brute_force(work, seconds=8.0 if q else 15.0,
+                                              rounds=1 if q else ROUNDS, rate=args.rate))
+            goals["brute_force"] = (result["brute_force_accepted"] == 0 and
+                                    result["brute_force_p99_ratio"]
+                                    <= GOALS["brute_force_p99_ratio"])
+        if args.only in (None, "tls"):
+            result.update(measure_tls(work, (16 if q else 256) * MIB))
+            goals["tls"] = tls_goal_met(result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result["goal"] = "; ".join(GOAL_WORDS[name] for name in goals)
+    result["goals"] = goals
+    result["goal_met"] = all(goals.values())
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
