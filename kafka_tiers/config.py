@@ -669,6 +669,9 @@ def _check_distinct_dirs(name: str, dirs: list[Any]) -> None:
 
 #: Kafka's per-listener override of a key: ``listener.name.<listener>.<key>``
 _LISTENER_OVERRIDE = re.compile(r"listener\.name\.[A-Za-z0-9_]+\.(?P<key>.+)")
+#: per-listener keys read without a broker-wide key of the same name (PLAIN's users:
+#: ``listener.name.<listener>.plain.sasl.jaas.config``): never listed as ignored
+LISTENER_ONLY_KEYS: frozenset[str] = frozenset({"plain.sasl.jaas.config"})
 
 
 def _warnings(raw: Mapping[str, Any], keys: Mapping[str, ConfigKey]) -> list[str]:
@@ -681,7 +684,8 @@ def _warnings(raw: Mapping[str, Any], keys: Mapping[str, ConfigKey]) -> list[str
         if name in known or name.startswith(PLUGIN_KEY_PREFIXES):
             continue
         override = _LISTENER_OVERRIDE.fullmatch(name)
-        if override is not None and override["key"] in known:
+        if override is not None and (override["key"] in known
+                                     or override["key"] in LISTENER_ONLY_KEYS):
             continue
         (ignored if is_kafka_broker_key(name) else unknown).append(name)
     out = []

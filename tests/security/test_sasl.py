@@ -340,6 +340,17 @@ def test_config_refusals(tmp_path: Any, config: dict[str, str], match: str) -> N
     assert "pw-123" not in str(err.value)
 
 
+def test_listener_keys_read_are_not_reported_as_ignored() -> None:
+    from kafka_tiers.config import BrokerConfig
+    cfg = BrokerConfig({"listener.name.a.plain.sasl.jaas.config": PLAIN_JAAS,
+                        "listener.name.a.sasl.enabled.mechanisms": "PLAIN",
+                        "listener.name.a.connections.max.reauth.ms": "1000",
+                        "listener.name.a.scram-sha-256.sasl.jaas.config": "x.S required;"})
+    assert cfg.warnings == ["Kafka broker keys kafka-tiers does not implement, ignored: "
+                            "listener.name.a.scram-sha-256.sasl.jaas.config"]
+    assert "admin-secret" not in repr(cfg)
+
+
 def test_plaintext_listener_ignores_the_gssapi_default(tmp_path: Any) -> None:
     broker = Broker({"broker.id": "1", "log.dirs": str(tmp_path / "d"),
                      "listeners": "PLAINTEXT://127.0.0.1:0"}).start()
