@@ -29,6 +29,7 @@ import socket
 import struct
 from typing import Any
 
+from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.context import RawBody, RequestContext
 from kafka_tiers.kafka.errors import NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, error_of
@@ -130,7 +131,7 @@ def _forward(ctx: RequestContext, request: Any, timeout_s: float) -> tuple[bytes
     request.with_header(correlation_id=1, client_id=FORWARDED_CLIENT_PREFIX + client_id)
     frame = bytes(request.encode(version=version, header=True, framed=True))
     try:
-        with socket.create_connection(endpoint, timeout=timeout_s) as sock:
+        with _connect(ctx, endpoint, timeout_s) as sock:
             sock.sendall(frame)
             (size,) = _SIZE.unpack(_read(sock, 4))
             if size < 4 or size > int(ctx.config["socket.request.max.bytes"]):
@@ -150,6 +151,31 @@ def _forward(ctx: RequestContext, request: Any, timeout_s: float) -> tuple[bytes
         raise NotControllerError(f"the controller answered correlation id {correlation}, "
                                  "not 1")
     return body[head.tell():], decoded
+
+
+def _connect(ctx: RequestContext, endpoint: tuple[str, int], timeout_s: float
+             ) -> socket.socket:
+    """A connection to the controller's listener of the request's name: TLS on an SSL
+    listener, this broker presenting its own certificate (its principal there) and checking
+    the controller's against the listener's truststore
+    (``ssl.endpoint.identification.algorithm``, ``https`` by default: the name too)."""
+    sock = socket.create_connection(endpoint, timeout=timeout_s)
+    tls = ctx.server.tls.get(ctx.listener)
+    if tls is None:
+        return sock
+    try:
+        from kafka_tiers.kafka.security.config import listener_value
+
+        algorithm = str(listener_value(ctx.config, ctx.listener,
+                                       "ssl.endpoint.identification.algorithm", "https") or "")
+        client = tls.client_context(check_hostname=algorithm.strip().lower() == "https")
+        return client.wrap_socket(sock, server_hostname=endpoint[0])
+    except ConfigError as exc:  # this broker's certificate cannot be loaded: never a secret
+        sock.close()
+        raise OSError(f"no TLS client context for listener {ctx.listener}: {exc}") from None
+    except BaseException:
+        sock.close()
+        raise
 
 
 def _read(sock: socket.socket, n: int) -> bytes:

@@ -702,3 +702,34 @@ def test_a_port_probe_is_not_a_warning(make_kafka_broker: Callable[..., Broker],
             raw.recv(64)
     wait_until(lambda: [r for r in caplog.records if r.levelno >= logging.WARNING], 5,
                "one WARN for a client that is not TLS")
+
+
+def test_an_admin_request_to_a_non_controller_is_forwarded_over_tls(
+        make_kafka_cluster: Callable[..., LocalCluster], certs: TestCerts) -> None:
+    """A non-controller forwards CreateTopics to the controller's SSL listener as a TLS
+    client with its own certificate (client certificates required there)."""
+    import struct
+
+    from kafka_tiers.kafka.codec import REQUESTS, RESPONSES
+    from tests.kafka.admin_helpers import recv_exact
+
+    cluster = make_kafka_cluster(overrides=ssl_broker_config(
+        certs, **{"ssl.client.auth": "required"}))
+    wait_until(lambda: any(b.controller is not None and b.controller.active
+                           for b in cluster.brokers.values()), 15, "a controller")
+    other = next(b for b in cluster.brokers.values()
+                 if b.controller is not None and not b.controller.active)
+    cls = REQUESTS[19][4]
+    req = cls(topics=[cls.CreatableTopic(name="forwarded", num_partitions=1,
+                                         replication_factor=3, assignments=[], configs=[])],
+              timeout_ms=10000, validate_only=False)
+    req.with_header(correlation_id=5, client_id="tls-admin")
+    ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    ctx.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+    with ctx.wrap_socket(socket.create_connection(listener_address(other, "SSL"), timeout=15),
+                         server_hostname="127.0.0.1") as sock:
+        sock.sendall(bytes(req.encode(header=True, framed=True)))
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
+        body = recv_exact(sock, size)
+    resp = RESPONSES[19].decode(body, version=4, header=True)
+    assert [(t.name, t.error_code) for t in resp.topics] == [("forwarded", 0)]

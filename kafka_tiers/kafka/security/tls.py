@@ -680,6 +680,7 @@ class ListenerTls:
         self._context = build_server_context(self.settings)
         self._next_check = time.monotonic() + RELOAD_CHECK_S
         self._lock = threading.Lock()
+        self._clients: dict[tuple[int, bool], ssl.SSLContext] = {}
         #: contexts built since start (1: the first); for tests and metrics
         self.generation = 1
 
@@ -714,6 +715,23 @@ class ListenerTls:
         self.generation += 1
         log.info("kafka listener %s: certificate files changed; new connections use the "
                  "reloaded certificates", self.listener)
+
+    def client_context(self, check_hostname: bool = True) -> ssl.SSLContext:
+        """The context of this broker connecting to the same listener of another broker (an
+        admin request forwarded to the controller): :func:`build_client_context` of this
+        listener's settings, rebuilt after the files were reloaded.
+
+        Raises:
+            ConfigError: as :func:`build_client_context`.
+        """
+        self.context()  # looks at the files (at most once a second)
+        key = (self.generation, check_hostname)
+        with self._lock:
+            ctx = self._clients.get(key)
+            if ctx is None:
+                ctx = build_client_context(self.settings, check_hostname=check_hostname)
+                self._clients = {key: ctx}
+            return ctx
 
     @staticmethod
     def subject(sock: ssl.SSLSocket) -> str | None:
