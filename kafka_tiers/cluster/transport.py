@@ -184,9 +184,18 @@ class ChannelSecurity(Protocol):
     """How a :class:`TcpServer` and a :class:`TcpClient` secure their connections
     (:class:`kafka_tiers.cluster.transport_security.TlsChannel`)."""
 
-    def accept(self, sock: socket.socket, peer: str) -> tuple[socket.socket, KafkaPrincipal]:
-        """Secure an accepted connection and authenticate its peer (``peer``: ``host:port``
-        for log lines); return the socket to use and the peer's principal.
+    def wrap(self, sock: socket.socket) -> socket.socket:
+        """The socket to use for an accepted connection ``sock`` (which it takes over); no
+        byte is read or written yet (:meth:`accept` does the handshake).
+
+        Raises:
+            OSError: the connection is already gone.
+        """
+        ...
+
+    def accept(self, sock: socket.socket, peer: str) -> KafkaPrincipal:
+        """Secure the connection :meth:`wrap` gave (the handshake) and authenticate its peer
+        (``peer``: ``host:port`` for log lines); return the peer's principal.
 
         Raises:
             PeerRefusedError: the handshake failed or the peer may not use this channel
@@ -570,15 +579,19 @@ class TcpServer:
                 sock: socket.socket = self.request
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 principal: KafkaPrincipal | None = None
-                if server.security is not None:
-                    try:
-                        sock, principal = server.security.accept(
-                            sock, _peer(self.client_address))
-                    except (PeerRefusedError, OSError):
-                        return  # refused (logged by the channel); socketserver closes it
                 with lock:
                     conns.add(sock)
                 try:
+                    if server.security is not None:
+                        raw = sock
+                        try:
+                            sock = server.security.wrap(raw)
+                            with lock:  # close() interrupts a handshake in progress too
+                                conns.discard(raw)
+                                conns.add(sock)
+                            principal = server.security.accept(sock, _peer(self.client_address))
+                        except (PeerRefusedError, OSError, ValueError):
+                            return  # refused (logged by the channel); closed below
                     while True:
                         try:
                             req = decode_request(read_request_frame(
@@ -673,7 +686,7 @@ class TcpClient(Client):
     flight per connection (callers for the same address take turns).
 
     Args:
-        connect_timeout: seconds to connect (and, secured, to finish the handshake).
+        connect_timeout: seconds to connect (a secured handshake has the channel's bound).
         security: secures every connection it opens (TLS with this side's certificate);
             None: plaintext.
     """

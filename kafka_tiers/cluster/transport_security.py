@@ -186,32 +186,34 @@ class TlsChannel:
             return None
         return principal if subject is not None else None
 
-    def accept(self, sock: socket.socket, peer: str) -> tuple[socket.socket, KafkaPrincipal]:
-        """TLS handshake as the server (a client certificate required), then the peer's
-        principal must be a super user; see
-        :meth:`~kafka_tiers.cluster.transport.ChannelSecurity.accept`."""
-        host = peer.rpartition(":")[0] or peer
+    def wrap(self, sock: socket.socket) -> socket.socket:
+        """The server side of TLS over an accepted connection, the handshake not done yet;
+        see :meth:`~kafka_tiers.cluster.transport.ChannelSecurity.wrap`."""
         sock.settimeout(self.handshake_timeout)
+        return self.tls.context().wrap_socket(sock, server_side=True,
+                                              do_handshake_on_connect=False)
+
+    def accept(self, sock: socket.socket, peer: str) -> KafkaPrincipal:
+        """The TLS handshake (a client certificate required, at most
+        ``handshake_timeout``), then the peer's principal must be a super user; see
+        :meth:`~kafka_tiers.cluster.transport.ChannelSecurity.accept`."""
+        assert isinstance(sock, ssl.SSLSocket)
+        host = peer.rpartition(":")[0] or peer
         try:
-            tls = self.tls.context().wrap_socket(sock, server_side=True)
+            sock.do_handshake()
         except (OSError, ValueError) as exc:  # ssl.SSLError, a reset, a timeout
             self._refused(host, "handshake", f"{peer}: the TLS handshake failed "
                           f"({_reason(exc)}): not TLS, or a certificate the truststore "
                           "does not trust")
             raise PeerRefusedError(f"{peer}: TLS handshake failed") from None
-        try:
-            principal = self._principal(tls)
-            if principal is None or str(principal) not in self.super_users:
-                self._refused(host, f"principal {principal}",
-                              f"{peer}: principal {principal} is not in super.users; only "
-                              "brokers (super users) may use the internal transport")
-                raise PeerRefusedError(f"{peer}: principal {principal} refused")
-            tls.settimeout(None)
-            return tls, principal
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tls.close()
-            raise
+        principal = self._principal(sock)
+        if principal is None or str(principal) not in self.super_users:
+            self._refused(host, f"principal {principal}",
+                          f"{peer}: principal {principal} is not in super.users; only "
+                          "brokers (super users) may use the internal transport")
+            raise PeerRefusedError(f"{peer}: principal {principal} refused")
+        sock.settimeout(None)
+        return principal
 
     def connect(self, sock: socket.socket, host: str) -> socket.socket:
         """TLS handshake as the client with this broker's certificate; the server must

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -490,3 +491,20 @@ def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
             proc.kill()
             proc.wait(timeout=10)
     assert proc.returncode == 0, "".join(lines)
+
+
+def test_closing_a_tls_server_ends_a_handshake_in_progress(certs: TestCerts,
+                                                            tmp_path: Path) -> None:
+    import socket
+
+    server = TcpServer(HandlerTable(), security=identity(
+        tmp_path, certs.broker_cert, certs.broker_key, certs.ca_cert, "broker")).start()
+    silent = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        time.sleep(0.2)  # the server's thread now waits for a ClientHello
+        started = time.monotonic()
+        server.close()
+        assert silent.recv(1) == b""  # closed at once, not after the handshake timeout
+        assert time.monotonic() - started < 3
+    finally:
+        silent.close()
