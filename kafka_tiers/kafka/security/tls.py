@@ -128,7 +128,9 @@ def parse_cipher_suites(text: str) -> tuple[str, ...]:
         ValueError: a name OpenSSL does not know (Java's IANA names included).
     """
     names = tuple(c.strip() for c in text.split(",") if c.strip())
-    known13 = {c["name"] for c in ssl.create_default_context().get_ciphers()
+    if not names:
+        return names
+    known13 = {c["name"] for c in ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).get_ciphers()
                if c.get("protocol") == "TLSv1.3"}
     for name in names:
         if name in known13:
