@@ -700,7 +700,7 @@ def test_a_port_probe_is_not_a_warning(make_kafka_broker: Callable[..., Broker],
         raw.sendall(b"GET / HTTP/1.0\r\n\r\n")
         with contextlib.suppress(ConnectionResetError):
             raw.recv(64)
-    wait_until(lambda: [r for r in caplog.records if r.levelno >= logging.WARNING], 5,
+    wait_until(lambda: any(r.levelno >= logging.WARNING for r in caplog.records), 5,
                "one WARN for a client that is not TLS")
 
 
