@@ -23,8 +23,9 @@ from tests.kafka.targets import KafkaTarget
 #: API key -> the error every entry naming an internal topic gets (Kafka's, see the module)
 PROTECTED = {0: E.INVALID_TOPIC_EXCEPTION, 21: E.INVALID_TOPIC_EXCEPTION,
              20: E.INVALID_REQUEST, 37: E.INVALID_REQUEST}
-#: APIs naming topics that Kafka serves for internal topics as for any other
-ALLOWED = frozenset({1, 2, 3, 8, 9, 19, 23, 32, 33, 34, 35, 43, 44, 45, 46, 47})
+#: APIs naming topics that Kafka serves for internal topics as for any other (CreateAcls, 30:
+#: an ACL may name an internal topic, e.g. to let a user read __consumer_offsets)
+ALLOWED = frozenset({1, 2, 3, 8, 9, 19, 23, 30, 32, 33, 34, 35, 43, 44, 45, 46, 47})
 GROUP = "internal-topics-group"
 
 
