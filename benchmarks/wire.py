@@ -24,6 +24,9 @@ measured in the same run on the same machine.
   (``kafka-tiers broker start`` each, a ZooKeeper metadata store: how brokers are deployed),
   and beside it (``latency_one_process_*``) on ``kafka-tiers cluster start --brokers 3``, three
   brokers sharing one interpreter.
+* TLS: produce and consume throughput over ``SASL_SSL`` (SCRAM-SHA-512) as a ratio to
+  ``PLAINTEXT`` on the same broker, 1 MiB batches: ``benchmarks/security.py``'s measurement
+  (:func:`bench_tls` runs it; the figures are prefixed ``tls_``). Goal: at least 0.5x each.
 
 Every broker runs in a process of its own, and so does every consumer (``--consume-child``):
 a real client never shares the broker's interpreter, nor the benchmark's. The issue fixes
@@ -77,7 +80,7 @@ ROUNDS = 3
 _BATCH_HEAD = struct.Struct(">qi")
 
 GOALS = {"produce_ratio": 0.6, "consume_local_ratio": 0.5, "consume_remote_ratio": 0.7,
-         "latency_p99_ms": 50.0}
+         "latency_p99_ms": 50.0}  # the TLS goal is benchmarks/security.py's GOALS
 
 
 # ------------------------------------------------------------------ broker processes
@@ -548,6 +551,29 @@ def bench_latency(work: Path, seconds: float, rate: int = 5000) -> dict[str, Any
     return out
 
 
+# ------------------------------------------------------------------ TLS
+
+def security_benchmark() -> Any:
+    """benchmarks/security.py as a module (one TLS measurement, not two copies)."""
+    import importlib.util
+
+    name = "kafka_tiers_security_benchmark"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
+            "security.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def bench_tls(work: Path, total: int) -> dict[str, Any]:
+    """The TLS row: SASL_SSL against PLAINTEXT produce and consume MB/s on one broker
+    (``benchmarks/security.py``'s :func:`measure_tls`)."""
+    return dict(security_benchmark().measure_tls(work, total))
+
+
 # ------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
@@ -567,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
                               "consume_record_bytes": CONSUME_RECORD,
                               "goal": "produce >= 0.6x log append; local consume >= 0.5x "
                                       "sendfile; remote consume >= 0.7x fetch_log_segment; "
-                                      "acks=all p99 < 50 ms at 5,000 records/s"}
+                                      "acks=all p99 < 50 ms at 5,000 records/s; SASL_SSL "
+                                      "produce and consume >= 0.5x PLAINTEXT"}
     skipped: dict[str, str] = {}
     work = Path(tempfile.mkdtemp(prefix="kt-wire-"))
     try:
@@ -596,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     server.close()
         result.update(bench_latency(work, 2.0 if q else 20.0))
+        result.update(bench_tls(work, (16 if q else 256) * MIB))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     met = {
@@ -606,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         "consume_remote_s3": result.get("consume_remote_s3_ratio", 0.0)
         >= GOALS["consume_remote_ratio"],
         "latency": result["latency_p99_ms"] < GOALS["latency_p99_ms"],
+        "tls": security_benchmark().tls_goal_met(result),
     }
     result["goals"] = met
     result["skipped"] = skipped

@@ -23,11 +23,13 @@ def test_wire_benchmark_quick_run_prints_its_figures() -> None:
     assert doc["benchmark"] == "wire" and doc["quick"] is True and doc["goal"]
     assert isinstance(doc["goal_met"], bool) and doc["skipped"] == {}
     assert set(doc["goals"]) == {"produce", "consume_local", "consume_remote_local",
-                                 "consume_remote_s3", "latency"}
+                                 "consume_remote_s3", "latency", "tls"}
     for figure, baseline in [("produce_mb_s", "log_append_mb_s"),
                              ("consume_local_mb_s", "sendfile_mb_s"),
                              ("consume_remote_local_mb_s", "fetch_log_segment_local_mb_s"),
-                             ("consume_remote_s3_mb_s", "fetch_log_segment_s3_mb_s")]:
+                             ("consume_remote_s3_mb_s", "fetch_log_segment_s3_mb_s"),
+                             ("tls_produce_sasl_ssl_mb_s", "tls_produce_plaintext_mb_s"),
+                             ("tls_consume_sasl_ssl_mb_s", "tls_consume_plaintext_mb_s")]:
         assert doc[figure] > 0 and doc[baseline] > 0, (figure, baseline)
     assert doc["raw_fetch_local_mb_s"] > 0
     assert doc["consume_remote_local_segments"] >= 2 and doc["consume_remote_s3_segments"] >= 2
