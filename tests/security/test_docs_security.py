@@ -56,6 +56,7 @@ def test_links_are_public_and_the_kips_are_named() -> None:
     assert {"KIP-152", "KIP-368", "KIP-554", "KIP-290"} <= set(kips), kips
     # the quick start's broker is said to be PLAINTEXT on loopback
     assert "runs its broker on a `PLAINTEXT` listener bound to 127.0.0.1 only" in text
+    assert "(docs/security.md)" in (ROOT / "README.md").read_text()
 
 
 def test_every_broker_properties_block_is_accepted_without_a_warning() -> None:
