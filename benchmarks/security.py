@@ -44,7 +44,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import ssl
 import statistics
@@ -52,7 +51,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +76,21 @@ GOAL_WORDS = {"brute_force": "1,000 wrong SCRAM attempts raise another client's 
                              "p99 by at most 20% over the same run's baseline",
               "tls": "SASL_SSL produce and consume throughput >= 0.5x PLAINTEXT, 1 MiB "
                      "batches"}
+
+
+def wire() -> Any:
+    """benchmarks/wire.py as a module: its broker process runner, producer settings and
+    consumer are this benchmark's too (one copy of each)."""
+    import importlib.util
+
+    name = "kafka_tiers_wire_benchmark"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("wire.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 # ------------------------------------------------------------------ the broker
@@ -116,7 +129,8 @@ def broker_properties(directory: Path, plaintext_port: int, sasl_port: int,
 @contextlib.contextmanager
 def secure_broker(directory: Path, timeout: float = 60.0) -> Iterator[SecureBroker]:
     """A ``kafka-tiers broker start`` process with both listeners and the SCRAM user
-    :data:`USER`; stopped with SIGINT (SIGKILL after a minute) on exit."""
+    :data:`USER`; stopped with SIGINT (SIGKILL after a minute) on exit (``benchmarks/wire.py``'s
+    :func:`kafka_tiers_process`)."""
     from tests.security.certs import write_test_certs
     from tests.servers.base import free_port
 
@@ -126,41 +140,14 @@ def secure_broker(directory: Path, timeout: float = 60.0) -> Iterator[SecureBrok
     props = directory / "server.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in
                              broker_properties(directory, plain_port, sasl_port, certs).items()))
-    err = open(directory / "broker.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "kafka_tiers", "broker", "start", "--config",
-                             str(props), "--format", "json", "--log-level", "WARNING"],
-                            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                            cwd=str(ROOT), start_new_session=True)
-    err.close()
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            with contextlib.suppress(ValueError):
-                if json.loads(raw).get("event") == "ready":
-                    ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready.wait(0.2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = (directory / "broker.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"the broker did not start (exit {proc.poll()}):\n{tail}")
+    args = ["broker", "start", "--config", str(props), "--format", "json", "--log-level",
+            "WARNING"]
+    with wire().kafka_tiers_process(args, directory / "broker.log", "ready", "broker start",
+                                    timeout):
         broker = SecureBroker(f"127.0.0.1:{plain_port}", f"127.0.0.1:{sasl_port}",
                               str(certs.ca_cert))
         add_scram_user(broker.plaintext, USER, PASSWORD)
         yield broker
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def add_scram_user(bootstrap: str, user: str, password: str) -> None:
@@ -208,12 +195,7 @@ def produce_child(config: dict[str, Any], topic: str, total: int, record: int) -
     1,024 records a call, 1 MiB batches, ``acks=1``) and have every record acknowledged."""
     from confluent_kafka import Producer
 
-    producer = Producer({**config, "acks": 1, "linger.ms": 50, "batch.size": BATCH_BYTES,
-                         "message.max.bytes": BATCH_BYTES + 4096,
-                         "batch.num.messages": 1_000_000, "compression.type": "none",
-                         "queue.buffering.max.kbytes": 1 << 20,
-                         "queue.buffering.max.messages": 2_000_000,
-                         "enable.idempotence": False, "socket.timeout.ms": 10000})
+    producer = Producer({**config, **wire().THROUGHPUT_PRODUCER})
     vals = [os.urandom(record // 2).hex().encode() for _ in range(64)]
     per_call = max(1, min(1024, (8 * MIB) // record))
     msgs = [{"value": vals[i & 63]} for i in range(per_call)]
@@ -238,34 +220,11 @@ def produce_child(config: dict[str, Any], topic: str, total: int, record: int) -
 
 
 def consume_child(config: dict[str, Any], topic: str, last_offset: int) -> dict[str, Any]:
-    """Seconds to read offsets 0..``last_offset`` with ``consume(n)``, every value touched."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer
-    from confluent_kafka import TopicPartition as CkTp
-
-    consumer = Consumer({**config, "group.id": "security-bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 64 * MIB, "max.partition.fetch.bytes": 32 * MIB,
-                         "fetch.wait.max.ms": 50, "receive.message.max.bytes": 64 * MIB + 4096,
-                         "queued.max.messages.kbytes": 512 * 1024,
-                         "socket.receive.buffer.bytes": 4 * MIB})
-    try:
-        consumer.list_topics(topic, timeout=30)
-        start = time.perf_counter()
-        consumer.assign([CkTp(topic, 0, OFFSET_BEGINNING)])
-        last, got = -1, 0
-        deadline = start + 600
-        while last < last_offset:
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"consume {topic}: at offset {last} of {last_offset}")
-            msgs = consumer.consume(20000, 0.01)
-            for m in msgs:
-                if m.error() is not None:
-                    raise RuntimeError(f"consume {topic}: {m.error()}")
-                got += len(m.value())
-            if msgs:
-                last = msgs[-1].offset()
-        return {"seconds": time.perf_counter() - start, "bytes": got}
-    finally:
-        consumer.close()
+    """Seconds to read offsets 0..``last_offset`` (``benchmarks/wire.py``'s consumer with
+    these client settings)."""
+    security = {k: v for k, v in config.items() if k != "bootstrap.servers"}
+    return {"seconds": wire().consume_child(config["bootstrap.servers"], topic, last_offset,
+                                            600.0, security)}
 
 
 def latency_child(config: dict[str, Any], topic: str, seconds: float, rate: int
@@ -318,22 +277,13 @@ def _frame(request: Any, correlation_id: int) -> bytes:
     return bytes(request.encode(header=True, framed=True))
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
 def _exchange(sock: socket.socket, request: Any, key: int, version: int, corr: int) -> Any:
     from kafka_tiers.kafka import codec
+    from tests.kafka.admin_helpers import recv_exact
 
     sock.sendall(_frame(request, corr))
-    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-    return codec.RESPONSES[key].decode(_recv_exact(sock, size), version=version, header=True)
+    (size,) = struct.unpack(">i", recv_exact(sock, 4))
+    return codec.RESPONSES[key].decode(recv_exact(sock, size), version=version, header=True)
 
 
 def _scram_proof(password: str, server_first: str, client_first_bare: str,
@@ -503,10 +453,7 @@ def measure_tls(work: Path, total: int = 256 * MIB, rounds: int = ROUNDS) -> dic
                                               "total": total, "record": CONSUME_RECORD})
                 read = run_child("consume", {"config": config, "topic": big,
                                              "last_offset": wrote["records"] - 1})
-                if read["bytes"] != wrote["bytes"]:
-                    raise RuntimeError(f"consume {big}: {read['bytes']} of {wrote['bytes']} "
-                                       "bytes read")
-                runs[protocol]["consume"].append(read["bytes"] / MIB / read["seconds"])
+                runs[protocol]["consume"].append(wrote["bytes"] / MIB / read["seconds"])
     out: dict[str, Any] = {"tls_mb": round(total / MIB, 1), "tls_record_bytes": RECORD,
                            "tls_consume_record_bytes": CONSUME_RECORD}
     for kind in ("produce", "consume"):

@@ -79,6 +79,14 @@ CONSUME_RECORD = 64 * 1024
 ROUNDS = 3
 _BATCH_HEAD = struct.Struct(">qi")
 
+#: librdkafka producer settings of the throughput figures: 1 MiB batches, acks=1
+THROUGHPUT_PRODUCER: dict[str, Any] = {
+    "acks": 1, "linger.ms": 50, "batch.size": BATCH_BYTES,
+    "message.max.bytes": BATCH_BYTES + 12, "batch.num.messages": 1_000_000,
+    "compression.type": "none", "queue.buffering.max.kbytes": 1 << 20,
+    "queue.buffering.max.messages": 2_000_000, "enable.idempotence": False,
+    "socket.timeout.ms": 10000}
+
 GOALS = {"produce_ratio": 0.6, "consume_local_ratio": 0.5, "consume_remote_ratio": 0.7,
          "latency_p99_ms": 50.0}  # the TLS goal is benchmarks/security.py's GOALS
 
@@ -86,31 +94,27 @@ GOALS = {"produce_ratio": 0.6, "consume_local_ratio": 0.5, "consume_remote_ratio
 # ------------------------------------------------------------------ broker processes
 
 @contextlib.contextmanager
-def cluster_process(directory: Path, brokers: int, settings: dict[str, str],
-                    timeout: float = 120.0) -> Iterator[dict[str, Any]]:
-    """``kafka-tiers cluster start`` in its own process; yields its JSON "running" event
-    (``bootstrap_servers``, ``brokers`` with ``internal_address``). Stopped with SIGINT (then
-    SIGKILL after a minute) on exit."""
-    directory.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", str(brokers),
-           "--dir", str(directory), "--format", "json", "--status-interval", "3600",
-           "--log-level", "WARNING"]
-    for key, value in settings.items():
-        cmd += ["--set", f"{key}={value}"]
-    err = open(directory / "cluster.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                            cwd=str(ROOT), start_new_session=True)
+def kafka_tiers_process(args: list[str], log: Path, event: str, what: str,
+                        timeout: float = 120.0) -> Iterator[dict[str, Any]]:
+    """``python -m kafka_tiers <args>`` (with ``--format json``) in its own process group,
+    stderr to ``log``; yields the first JSON object it prints whose ``event`` is ``event``.
+    Stopped with SIGINT (then SIGKILL after a minute) on exit; ``RuntimeError`` naming
+    ``what`` and the log's tail when it exits or ``timeout`` passes first."""
+    err = open(log, "ab")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_tiers", *args], stdout=subprocess.PIPE,
+                            stderr=err, stdin=subprocess.DEVNULL, cwd=str(ROOT),
+                            start_new_session=True)
     err.close()
-    running: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     ready = threading.Event()
 
     def read() -> None:
         assert proc.stdout is not None
         for raw in proc.stdout:
             with contextlib.suppress(ValueError):
-                event = json.loads(raw)
-                if isinstance(event, dict) and event.get("event") == "running":
-                    running.update(event)
+                doc = json.loads(raw)
+                if isinstance(doc, dict) and doc.get("event") == event and not ready.is_set():
+                    found.update(doc)
                     ready.set()
 
     threading.Thread(target=read, daemon=True).start()
@@ -118,9 +122,9 @@ def cluster_process(directory: Path, brokers: int, settings: dict[str, str],
         deadline = time.monotonic() + timeout
         while not ready.wait(0.2):
             if proc.poll() is not None or time.monotonic() > deadline:
-                tail = (directory / "cluster.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"cluster start did not run (exit {proc.poll()}):\n{tail}")
-        yield running
+                tail = log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{what} did not run (exit {proc.poll()}):\n{tail}")
+        yield found
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGINT)
@@ -130,6 +134,22 @@ def cluster_process(directory: Path, brokers: int, settings: dict[str, str],
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def cluster_process(directory: Path, brokers: int, settings: dict[str, str],
+                    timeout: float = 120.0) -> Iterator[dict[str, Any]]:
+    """``kafka-tiers cluster start`` in its own process; yields its JSON "running" event
+    (``bootstrap_servers``, ``brokers`` with ``internal_address``). Stopped with SIGINT (then
+    SIGKILL after a minute) on exit."""
+    directory.mkdir(parents=True, exist_ok=True)
+    args = ["cluster", "start", "--brokers", str(brokers), "--dir", str(directory),
+            "--format", "json", "--status-interval", "3600", "--log-level", "WARNING"]
+    for key, value in settings.items():
+        args += ["--set", f"{key}={value}"]
+    with kafka_tiers_process(args, directory / "cluster.log", "running", "cluster start",
+                             timeout) as running:
+        yield running
 
 
 def admin(running: dict[str, Any]) -> ClusterClient:
@@ -204,13 +224,8 @@ def bench_produce(work: Path, total: int, rounds: int = 3) -> dict[str, Any]:
                 cl.create_topic(topic, 1, 1, {"segment.bytes": str(1 << 30)})
             finally:
                 cl.close()
-            producer = Producer({"bootstrap.servers": running["bootstrap_servers"], "acks": 1,
-                                 "linger.ms": 50, "batch.size": BATCH_BYTES,
-                                 "message.max.bytes": BATCH_BYTES + 12,
-                                 "batch.num.messages": 1_000_000, "compression.type": "none",
-                                 "queue.buffering.max.kbytes": 1 << 20,
-                                 "queue.buffering.max.messages": 2_000_000,
-                                 "enable.idempotence": False, "socket.timeout.ms": 10000})
+            producer = Producer({"bootstrap.servers": running["bootstrap_servers"],
+                                 **THROUGHPUT_PRODUCER})
             producer.list_topics(topic, timeout=30)  # connected before timing
             start = time.perf_counter()
             for _ in range(n // len(msgs)):
@@ -267,13 +282,16 @@ def consume(bootstrap: str, topic: str, last_offset: int, timeout: float = 600.0
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def consume_child(bootstrap: str, topic: str, last_offset: int, timeout: float) -> float:
+def consume_child(bootstrap: str, topic: str, last_offset: int, timeout: float,
+                  security: dict[str, Any] | None = None) -> float:
     """The consumer process's work: seconds to read offsets 0..``last_offset`` with
-    ``consume(n)`` in batches, every record's value touched (its length summed)."""
+    ``consume(n)`` in batches, every record's value touched (its length summed).
+    ``security``: the client's security settings (Kafka's client property names)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
     from confluent_kafka import TopicPartition as CkTp
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "wire-bench",
+    consumer = Consumer({**(security or {}), "bootstrap.servers": bootstrap,
+                         "group.id": "wire-bench",
                          "enable.auto.commit": False, "fetch.max.bytes": 64 * MIB,
                          "max.partition.fetch.bytes": 32 * MIB, "fetch.wait.max.ms": 50,
                          "receive.message.max.bytes": 64 * MIB + 4096,
