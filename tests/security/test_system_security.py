@@ -207,6 +207,7 @@ def test_sasl_ssl_cluster_replicates_fails_over_tiers_and_authorizes(
         AclBinding,
         AclOperation,
         AclPermissionType,
+        AdminClient,
         NewTopic,
         ResourcePatternType,
         ResourceType,
@@ -277,6 +278,9 @@ def test_sasl_ssl_cluster_replicates_fails_over_tiers_and_authorizes(
                      on_delivery=lambda err, _m: errors.append(err))
     producer.flush(20)
     assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED], errors
+    seen = AdminClient({**mallory, "socket.timeout.ms": 5000}).list_topics(timeout=10).topics
+    assert TOPIC not in seen  # no Describe: invisible in her Metadata
+    assert TOPIC in cluster.admin().list_topics(timeout=10).topics
     # a wrong password is an authentication failure, and the cluster keeps serving alice
     reported: list[Any] = []
     bad = Producer({**confluent_producer_conf(cluster.bootstrap_servers, **cluster.config(
