@@ -180,10 +180,11 @@ def create_topic(bootstrap: str, topic: str) -> None:
 # ------------------------------------------------------------------ child processes
 
 def run_child(kind: str, args: dict[str, Any], timeout: float = 900.0) -> dict[str, Any]:
-    """This script as ``--<kind>-child`` with ``args``; its last stdout line as JSON."""
+    """This script as ``--<kind>-child -`` with ``args`` as JSON on its stdin (a password
+    never on a command line); its last stdout line as JSON."""
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), f"--{kind}-child",
-                           json.dumps(args)], capture_output=True, text=True, timeout=timeout,
-                          cwd=str(ROOT))
+                           "-"], input=json.dumps(args), capture_output=True, text=True,
+                          timeout=timeout, cwd=str(ROOT))
     if proc.returncode != 0:
         raise RuntimeError(f"the {kind} client process failed (exit {proc.returncode}): "
                            f"{proc.stderr[-2000:]}")
@@ -369,10 +370,13 @@ def _latency_run(broker: SecureBroker, topic: str, seconds: float, rate: int,
     args = {"config": broker.client_config("SASL_SSL"), "topic": topic, "seconds": seconds,
             "rate": rate}
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--latency-child",
-                             json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=str(ROOT))
+                             "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
     try:
-        assert proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(args))
+        proc.stdin.close()
+        proc.stdin = None  # given whole: communicate() below reads only the outputs
         ready_line = proc.stdout.readline()
         if not ready_line:
             raise RuntimeError(f"the latency client failed: {proc.stderr.read()[-2000:]}")
@@ -492,8 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for kind, child in CHILDREN.items():
         given = getattr(args, f"{kind}_child")
-        if given:
-            print(json.dumps(child(**json.loads(given))), flush=True)
+        if given:  # the arguments as JSON, or "-": read them from stdin
+            text = sys.stdin.read() if given == "-" else given
+            print(json.dumps(child(**json.loads(text))), flush=True)
             return 0
     q = args.quick
     result: dict[str, Any] = {"benchmark": "security", "quick": q}
