@@ -6,7 +6,18 @@ durable in ``<directory>``: ``snapshot.json`` (the persistent nodes, replaced cr
 temporary file, fsync, rename, fsync of the directory) plus ``journal.log`` (one JSON line per
 committed transaction, fsynced before the call returns). Opening replays the journal over the
 snapshot; a torn last line (a crash mid-write) is ignored, a damaged line before it is refused.
-The journal is folded into a new snapshot when it grows past ``compact_bytes``.
+The journal is folded into a new snapshot when it grows past ``compact_bytes``, when the store
+is opened, and after every change under :data:`SENSITIVE_ROOT` (SCRAM credentials, ACLs), so a
+rotated or deleted credential leaves the disk at once. A crash between the new snapshot and the
+journal's truncation loses nothing: the journal's entries are whole node values, and replaying
+them over the snapshot they are already folded into gives the same tree.
+
+One writer only: the server owning ``<directory>`` holds an exclusive ``flock`` on
+``<directory>/store.lock`` (which holds its pid) from opening to :meth:`close`; the OS releases
+it when the process dies. Another server on the directory, in this process or another, is
+refused with :class:`StoreInUseError` (:meth:`EmbeddedMetadataServer.shared` hands out the one
+already open in this process). The directory is mode 0700 and every file in it 0600 (existing
+files are set so at open): the store holds the SCRAM credentials and the ACLs.
 
 Sessions expire like ZooKeeper's: a client heartbeats every third of its session timeout; a
 reaper deletes the ephemeral nodes of a session not heard of within its timeout and tells its
@@ -16,6 +27,8 @@ to its session callbacks). :meth:`EmbeddedStore.suspend` stops the heartbeats (a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import json
 import logging
@@ -49,7 +62,32 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT = "snapshot.json"
 JOURNAL = "journal.log"
+#: the lock file the owning server holds (``flock``) while the store is open; holds its pid
+LOCK = "store.lock"
 FORMAT_VERSION = 1
+#: the store directory's mode and its files' (they hold credentials and ACLs)
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+#: changes below this node are folded into the snapshot at once (the journal cut)
+SENSITIVE_ROOT = "/security"
+
+
+class StoreInUseError(MetadataStoreError):
+    """The embedded store's directory is open in another server (another process, or another
+    :class:`EmbeddedMetadataServer` of this one): a running broker owns it.
+
+    Attributes:
+        directory: the store's directory.
+        pid: the owner's process id when its lock file says so, else None.
+    """
+
+    def __init__(self, directory: Path, pid: int | None) -> None:
+        owner = f"pid {pid}" if pid is not None else "pid unknown"
+        super().__init__(f"the embedded metadata store {directory} is open in another process "
+                         f"({owner}): a broker is running on it; stop it, or go through its "
+                         "listener")
+        self.directory = directory
+        self.pid = pid
 
 
 @dataclass
@@ -76,6 +114,21 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _open_private(path: Path, flags: int) -> int:
+    """A descriptor of ``path`` (never through a symlink), created and kept mode 0600."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)  # a file of an older release, or made under another umask
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_sensitive(path: str) -> bool:
+    return path == SENSITIVE_ROOT or path.startswith(SENSITIVE_ROOT + "/")
+
+
 class EmbeddedMetadataServer:
     """The shared state of an embedded store (see the module docstring).
 
@@ -87,11 +140,15 @@ class EmbeddedMetadataServer:
         compact_bytes: journal size that triggers a new snapshot.
 
     Raises:
-        MetadataStoreError: the files are damaged or of a newer format.
+        StoreInUseError: another server (a running broker) has the directory open.
+        MetadataStoreError: the files are damaged or of a newer format, or the directory or
+            a file in it cannot be made private (another user's).
     """
 
     _registry: dict[str, EmbeddedMetadataServer] = {}
-    _registry_lock = threading.Lock()
+    #: every open server of a directory in this process (owned or shared), by resolved path
+    _open: dict[str, EmbeddedMetadataServer] = {}
+    _registry_lock = threading.RLock()
 
     def __init__(self, directory: str | os.PathLike[str] | None, *, fsync: bool = True,
                  compact_bytes: int = 16 << 20) -> None:
@@ -109,22 +166,97 @@ class EmbeddedMetadataServer:
         self._refs = 0
         self._stop = threading.Event()
         self._closed = False
+        self._lock_fd: int | None = None
+        self._key = str(self.directory.resolve()) if self.directory is not None else ""
         if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._load()
-            self._journal = open(self.directory / JOURNAL, "ab")  # noqa: SIM115
-            self._journal_bytes = self._journal.tell()
+            self._open_directory(self.directory)
         self._reaper = threading.Thread(target=self._reap_loop, name="embedded-store-reaper",
                                         daemon=True)
         self._reaper.start()
 
+    def _open_directory(self, directory: Path) -> None:
+        """Make the directory private, take its lock, fix the files' modes, load and compact
+        (see the module docstring)."""
+        try:
+            directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            os.chmod(directory, DIR_MODE)
+        except OSError as exc:
+            raise MetadataStoreError(f"cannot make {directory} private (mode 0700): "
+                                     f"{exc.strerror or exc}; it must belong to the broker's "
+                                     "user") from None
+        self._take_lock(directory)
+        try:
+            with EmbeddedMetadataServer._registry_lock:
+                EmbeddedMetadataServer._open[self._key] = self
+            for entry in os.scandir(directory):
+                if entry.is_file(follow_symlinks=False) and entry.name != LOCK:
+                    try:
+                        os.close(_open_private(Path(entry.path), os.O_RDONLY))
+                    except OSError as exc:
+                        raise MetadataStoreError(
+                            f"cannot make {entry.path} private (mode 0600): "
+                            f"{exc.strerror or exc}; it must belong to the broker's user"
+                        ) from None
+            # a snapshot a crash left half-written is never read: it only keeps old data
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(directory / (SNAPSHOT + ".tmp"))
+            self._load()
+            fd = _open_private(directory / JOURNAL, os.O_WRONLY | os.O_APPEND)
+            self._journal = os.fdopen(fd, "ab")
+            self._journal_bytes = self._journal.tell()
+            if self._journal_bytes:
+                self._snapshot()  # start from one snapshot: nothing older stays on disk
+        except BaseException:
+            self._release_directory()
+            raise
+
+    def _take_lock(self, directory: Path) -> None:
+        """Hold ``directory/LOCK`` exclusively (never waits).
+
+        Raises:
+            StoreInUseError: another server holds it.
+        """
+        path = directory / LOCK
+        try:
+            fd = _open_private(path, os.O_RDWR)
+        except OSError as exc:
+            raise MetadataStoreError(f"cannot open {path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            finally:
+                os.close(fd)
+            raise StoreInUseError(directory, int(text) if text.isdigit() else None) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock_fd = fd
+
+    def _release_directory(self) -> None:
+        """Forget this server in the process table and release the lock (idempotent)."""
+        with EmbeddedMetadataServer._registry_lock:
+            if EmbeddedMetadataServer._open.get(self._key) is self:
+                del EmbeddedMetadataServer._open[self._key]
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # releases the flock
+
     # ------------------------------------------------------------------ process registry
     @classmethod
     def shared(cls, directory: str | os.PathLike[str]) -> EmbeddedMetadataServer:
-        """The server of ``directory`` in this process (opened on first use; closed when the
-        last :class:`EmbeddedStore` using it closes)."""
+        """The server of ``directory`` in this process: the one already open there (owned by
+        whoever made it, e.g. a :class:`~kafka_tiers.cluster.local_cluster.LocalCluster`),
+        else one opened now and closed when the last :class:`EmbeddedStore` using it closes.
+
+        Raises:
+            StoreInUseError: another process has the directory open.
+        """
         key = str(Path(directory).resolve())
         with cls._registry_lock:
+            server = cls._open.get(key)
+            if server is not None and not server._closed:
+                return server
             server = cls._registry.get(key)
             if server is None or server._closed:
                 server = cls(directory)
@@ -217,22 +349,28 @@ class EmbeddedMetadataServer:
         if self.fsync:
             os.fsync(self._journal.fileno())
         self._journal_bytes += len(line)
-        if self._journal_bytes > self.compact_bytes:
+        if (self._journal_bytes > self.compact_bytes
+                or any(_is_sensitive(change[1]) for change in changes)):
             self._snapshot()
 
     def _snapshot(self) -> None:
-        assert self.directory is not None
+        """Fold the journal into a new snapshot: the snapshot written to a temporary file,
+        fsynced, renamed over the old one and the directory fsynced, and only then the journal
+        cut to nothing (a crash in between replays the journal onto the snapshot: same tree).
+        """
+        assert self.directory is not None and self._journal is not None
         nodes = {p: [n.data.decode("utf-8"), n.version] for p, n in self._nodes.items()
                  if n.owner is None and p != "/"}
         tmp = self.directory / (SNAPSHOT + ".tmp")
-        with open(tmp, "wb") as fh:
+        fd = _open_private(tmp, os.O_WRONLY | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(json.dumps({"format": FORMAT_VERSION, "nodes": nodes}).encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.directory / SNAPSHOT)
         _fsync_dir(self.directory)
-        self._journal.close()
-        self._journal = open(self.directory / JOURNAL, "wb")  # noqa: SIM115
+        self._journal.flush()
+        os.ftruncate(self._journal.fileno(), 0)  # appends go to the new end (O_APPEND)
         self._journal_bytes = 0
         if self.fsync:
             os.fsync(self._journal.fileno())
@@ -420,7 +558,8 @@ class EmbeddedMetadataServer:
         self.transaction(sid, ops)
 
     def close(self) -> None:
-        """Stop the reaper and close the journal (sessions are dropped). Idempotent."""
+        """Stop the reaper, close the journal and release the directory's lock (sessions are
+        dropped). Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -430,6 +569,7 @@ class EmbeddedMetadataServer:
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
+        self._release_directory()  # after the last write; never under self._lock
         if threading.current_thread() is not self._reaper:
             self._reaper.join(timeout=5)
 
@@ -604,4 +744,5 @@ class EmbeddedStore(MetadataStore):
         self._session_callbacks.append(callback)
 
 
-__all__ = ["JOURNAL", "SNAPSHOT", "EmbeddedMetadataServer", "EmbeddedStore"]
+__all__ = ["DIR_MODE", "FILE_MODE", "JOURNAL", "LOCK", "SENSITIVE_ROOT", "SNAPSHOT",
+           "EmbeddedMetadataServer", "EmbeddedStore", "StoreInUseError"]

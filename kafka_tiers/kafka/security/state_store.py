@@ -465,51 +465,12 @@ def _check_owner(path: Path) -> None:
 
 
 def _embedded_dir(directory: Path) -> Path | None:
-    from kafka_tiers.cluster.embedded_store import JOURNAL, SNAPSHOT
+    from kafka_tiers.cluster.embedded_store import JOURNAL, LOCK, SNAPSHOT
 
     for d in (directory / "metadata", directory):
-        if (d / SNAPSHOT).is_file() or (d / JOURNAL).is_file():
+        if any((d / name).is_file() for name in (SNAPSHOT, JOURNAL, LOCK)):
             return d
     return None
-
-
-def _lock_files(directory: Path) -> list[Path]:
-    """The log-dir ``.lock`` files up to two levels under ``directory`` (a cluster dir:
-    ``broker-<n>/data-<i>/.lock``)."""
-    from kafka_tiers.log.log_manager import LOCK_FILE
-
-    return sorted({*directory.glob(LOCK_FILE), *directory.glob(f"*/{LOCK_FILE}"),
-                   *directory.glob(f"*/*/{LOCK_FILE}")})
-
-
-@contextlib.contextmanager
-def _holding(locks: list[Path]) -> Any:
-    """Hold every given log-dir lock (``flock``), so no broker runs on those dirs meanwhile.
-
-    Raises:
-        SecurityStateError: a broker holds one.
-    """
-    fds: list[int] = []
-    try:
-        for lock in locks:
-            try:
-                fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise SecurityStateError(f"cannot open {lock}: {exc.strerror or exc}") from None
-            fds.append(fd)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise SecurityStateError(
-                    f"a broker is running on {lock.parent} (its {lock.name} is locked): the "
-                    "embedded metadata store of a running cluster is changed through a "
-                    "broker's listener (--bootstrap-server); or stop the brokers first") from None
-        yield
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -532,8 +493,16 @@ def _zookeeper_store(connect: str, timeout: float) -> Any:
 
 
 @contextlib.contextmanager
-def _embedded_store(meta: Path, locks: list[Path]) -> Any:
-    from kafka_tiers.cluster.embedded_store import EmbeddedMetadataServer, EmbeddedStore
+def _embedded_store(meta: Path) -> Any:
+    """The security state of the embedded store in ``meta``, opened as its only writer: the
+    store's own lock (held by the server of a running broker) refuses it while one runs, and
+    keeps any broker from opening the store meanwhile."""
+    from kafka_tiers.cluster.embedded_store import (
+        EmbeddedMetadataServer,
+        EmbeddedStore,
+        StoreInUseError,
+    )
+    from kafka_tiers.cluster.metadata_store import MetadataStoreError
 
     if meta.exists():
         _check_owner(meta)
@@ -544,8 +513,16 @@ def _embedded_store(meta: Path, locks: list[Path]) -> Any:
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
         _check_owner(existing)
-    with _holding(locks):
+    try:
         server = EmbeddedMetadataServer(meta)
+    except StoreInUseError as exc:
+        owner = f"pid {exc.pid}" if exc.pid is not None else "pid unknown"
+        raise SecurityStateError(
+            f"a broker is running on {meta} ({owner}): stop it, or change the security "
+            "state through its listener (--bootstrap-server)") from None
+    except MetadataStoreError as exc:
+        raise SecurityStateError(str(exc)[:300]) from None
+    try:
         embedded = EmbeddedStore(server)
         embedded.start()
         try:
@@ -553,7 +530,8 @@ def _embedded_store(meta: Path, locks: list[Path]) -> Any:
                 yield store
         finally:
             embedded.close()
-            server.close()
+    finally:
+        server.close()
 
 
 @contextlib.contextmanager
@@ -568,12 +546,15 @@ def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
       their watches).
     - ``config``: a cluster broker's :class:`~kafka_tiers.config.BrokerConfig`
       (``kafka-tiers broker start --config``): its ZooKeeper, or its embedded store
-      (``metadata.dir``, by default ``<first log dir>/metadata``; made when missing) while
-      its log dirs' locks are held.
+      (``metadata.dir``, by default ``<first log dir>/metadata``; made when missing).
     - ``directory``: a cluster's directory holding an embedded store (``<dir>/metadata`` of
-      ``kafka-tiers cluster start``, or a ``metadata.dir``), used while the locks of the log
-      dirs under it are held; or a standalone broker's first log dir (``meta.properties``):
-      its files (a running broker notices the change within :data:`FILE_POLL_S`).
+      ``kafka-tiers cluster start``, a broker's first log dir, or a ``metadata.dir``
+      itself); or a standalone broker's first log dir (``meta.properties``): its files (a
+      running broker notices the change within :data:`FILE_POLL_S`).
+
+    An embedded store is used only while no broker has it open: it is opened with the
+    store's own lock (``store.lock``, which the server of a running broker holds), so a
+    running broker refuses this and no broker opens the store meanwhile.
 
     Files and directories used must belong to the caller. ``timeout``: seconds to wait for
     ZooKeeper.
@@ -595,9 +576,7 @@ def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
             return
         log_dirs = [Path(d) for d in config["log.dirs"]]
         meta = Path(config["metadata.dir"] or log_dirs[0] / "metadata")
-        from kafka_tiers.log.log_manager import LOCK_FILE
-
-        with _embedded_store(meta, [d / LOCK_FILE for d in log_dirs]) as store:
+        with _embedded_store(meta) as store:
             yield store
         return
     if directory is None:
@@ -609,7 +588,7 @@ def open_offline_store(directory: str | os.PathLike[str] | None = None, *,
     _check_owner(d)
     embedded = _embedded_dir(d)
     if embedded is not None:
-        with _embedded_store(embedded, _lock_files(d)) as store:
+        with _embedded_store(embedded) as store:
             yield store
         return
     if not (d / "meta.properties").is_file():
