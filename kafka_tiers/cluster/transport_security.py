@@ -6,8 +6,14 @@ default it is the listener of ``security.inter.broker.protocol`` (Kafka's defaul
 ``PLAINTEXT``): the listener of that name, else the one listener with that protocol
 (:func:`inter_broker_channel`). The internal transport takes that listener's protocol:
 
-- ``PLAINTEXT``: open, as before (anyone who reaches 127.0.0.1 and the port is served). When
-  a Kafka listener is secured this is a back door around it: one WARN line at start says so.
+- ``PLAINTEXT``: open, as before (anyone who reaches 127.0.0.1 and the port is served, the
+  CLI's ``--dir`` commands of every local user among them). The internal transport is never
+  less protected than the Kafka listeners unless the operator says so: when a Kafka listener
+  is secured (SSL, SASL_*) or an authorizer is configured, a PLAINTEXT reached by default
+  (neither ``inter.broker.listener.name`` nor ``security.inter.broker.protocol`` given) is
+  refused at start with one :class:`~kafka_tiers.api.ConfigError` naming both ways out (Kafka
+  refuses such a broker too); one given explicitly is served, with one WARN line at start
+  saying it is a back door around the listeners' security.
 - ``SSL`` or ``SASL_SSL``: TLS with mutual authentication (:class:`TlsChannel`). Every broker
   presents the inter-broker listener's certificate (its ``ssl.keystore.*``, with Kafka's
   ``listener.name.<l>.`` overrides) and verifies its peer's against the listener's
@@ -57,6 +63,9 @@ SASL_PLAINTEXT_REFUSED = (
     "security.inter.broker.protocol SASL_PLAINTEXT: the internal transport needs TLS to "
     "authenticate brokers: set the inter-broker listener to SSL or SASL_SSL "
     "(inter.broker.listener.name or security.inter.broker.protocol)")
+#: what a secured broker must say about its internal transport
+PLAINTEXT_CHOICE = ("inter.broker.listener.name naming an SSL or SASL_SSL listener, or "
+                    "security.inter.broker.protocol=PLAINTEXT given explicitly")
 
 
 @dataclass(frozen=True)
@@ -67,8 +76,9 @@ class InterBrokerChannel:
         protocol: ``PLAINTEXT``, ``SSL`` or ``SASL_SSL``.
         listener: the listener whose ``ssl.*`` settings it uses (``listener.name.<l>.``
             overrides first); the protocol's name when no Kafka listener has it.
-        open_kafka_listeners: False when some Kafka listener is secured while this channel
-            is PLAINTEXT (a back door, warned at start).
+        open_kafka_listeners: False when some Kafka listener is secured or an authorizer is
+            configured while this channel is PLAINTEXT (explicitly: a back door, warned at
+            start).
     """
 
     protocol: str
@@ -89,7 +99,8 @@ def inter_broker_channel(config: Any) -> InterBrokerChannel:
         ConfigError: both keys given (Kafka: only one of them); a listener name that is not
             in ``listeners``; several listeners with the protocol and none named after it
             (name one with ``inter.broker.listener.name``); ``SASL_PLAINTEXT`` between
-            brokers.
+            brokers; PLAINTEXT by default (neither key given) while a Kafka listener is
+            secured or ``authorizer.class.name`` is set (:data:`PLAINTEXT_CHOICE`).
     """
     from kafka_tiers.kafka.listeners_config import listener_specs
 
@@ -126,9 +137,22 @@ def inter_broker_channel(config: Any) -> InterBrokerChannel:
             listener = protocol
     if protocol == "SASL_PLAINTEXT":
         raise ConfigError(SASL_PLAINTEXT_REFUSED, key="security.inter.broker.protocol")
-    open_listeners = protocol in TLS_PROTOCOLS or all(
-        s.security_protocol == "PLAINTEXT" for s in specs)
-    return InterBrokerChannel(protocol, listener, open_listeners)
+    secured = [f"listener {s.name} is {s.security_protocol}" for s in specs
+               if s.security_protocol != "PLAINTEXT"]
+    authorizer = str(config.get("authorizer.class.name") or "").strip()
+    if authorizer:
+        secured.append(f"authorizer.class.name={authorizer}")
+    if protocol == "PLAINTEXT" and secured and not (
+            name or "security.inter.broker.protocol" in originals):
+        raise ConfigError(
+            f"the brokers' internal transport would be PLAINTEXT by default while "
+            f"{', '.join(secured)}: anyone who reaches its port could send replication and "
+            "controller requests without a credential, around SASL and ACLs; set "
+            "inter.broker.listener.name to an SSL or SASL_SSL listener (the brokers' "
+            "certificate principal in super.users), or set security.inter.broker.protocol="
+            "PLAINTEXT to accept an open internal transport (an isolated network)",
+            key="security.inter.broker.protocol", expected=PLAINTEXT_CHOICE)
+    return InterBrokerChannel(protocol, listener, protocol in TLS_PROTOCOLS or not secured)
 
 
 class TlsChannel:
@@ -252,8 +276,9 @@ def _reason(exc: BaseException) -> str:
 def channel_security(config: Any) -> TlsChannel | None:
     """The internal transport's security for a broker with ``config`` (a
     :class:`~kafka_tiers.config.BrokerConfig`): a :class:`TlsChannel` when the inter-broker
-    protocol is SSL or SASL_SSL, else None (plaintext; one WARN line when a Kafka listener is
-    secured). Call once per broker start.
+    protocol is SSL or SASL_SSL, else None (plaintext; one WARN line when it was chosen
+    explicitly beside a secured Kafka listener or an authorizer). Call once per broker
+    start.
 
     Raises:
         ConfigError: as :func:`inter_broker_channel`; an empty ``super.users``, one without
@@ -265,10 +290,11 @@ def channel_security(config: Any) -> TlsChannel | None:
     channel = inter_broker_channel(config)
     if not channel.secured:
         if not channel.open_kafka_listeners:
-            log.warning("the brokers' internal transport is PLAINTEXT while a Kafka listener "
-                        "is secured: whoever reaches 127.0.0.1 and the port can send "
-                        "replication and controller requests; set inter.broker.listener.name "
-                        "to an SSL or SASL_SSL listener")
+            log.warning("the brokers' internal transport is PLAINTEXT (as configured) while "
+                        "a Kafka listener is secured or an authorizer is set: whoever reaches "
+                        "127.0.0.1 and the port can send replication and controller requests "
+                        "without a credential; set inter.broker.listener.name to an SSL or "
+                        "SASL_SSL listener unless the network is isolated")
         return None
     from kafka_tiers.kafka.security.acl_authorizer import parse_super_users
     from kafka_tiers.kafka.security.config import listener_value
@@ -333,5 +359,5 @@ def _own_principal(listener_tls: Any) -> KafkaPrincipal:
                           key="ssl.principal.mapping.rules") from None
 
 
-__all__ = ["HANDSHAKE_TIMEOUT_S", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",
+__all__ = ["HANDSHAKE_TIMEOUT_S", "PLAINTEXT_CHOICE", "SASL_PLAINTEXT_REFUSED", "TLS_PROTOCOLS",
            "InterBrokerChannel", "TlsChannel", "channel_security", "inter_broker_channel"]

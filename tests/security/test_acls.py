@@ -677,7 +677,9 @@ def test_acls_outlive_a_restart(tmp_path: Path) -> None:
 
 def test_an_acl_created_through_broker_1_takes_effect_on_broker_3(
         make_kafka_cluster: Callable[..., Any]) -> None:
-    cluster = make_kafka_cluster(3, overrides=SUPER)
+    # PLAINTEXT between brokers explicitly (refused by default beside an authorizer)
+    cluster = make_kafka_cluster(3, overrides={**SUPER, "security.inter.broker.protocol":
+                                               "PLAINTEXT"})
     first, third = cluster.brokers[1], cluster.brokers[3]
     binding = ck_binding("TOPIC", "orders", "User:alice", "READ")
     admin1, admin3 = ck_admin(first.bootstrap_servers), ck_admin(third.bootstrap_servers)
@@ -1076,7 +1078,8 @@ def test_a_sasl_users_grant_through_broker_1_lets_it_produce_through_broker_3(
     cluster = make_kafka_cluster(3, overrides={
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_USERS,
-        "authorizer.class.name": "acl", "super.users": "User:admin"})
+        "authorizer.class.name": "acl", "super.users": "User:admin",
+        "security.inter.broker.protocol": "PLAINTEXT"})  # explicit: refused by default here
     first, third = cluster.brokers[1], cluster.brokers[3]
     admin = ck.AdminClient(ck_conf(first, "admin"))
     for fut in admin.create_topics([ck.NewTopic("orders", 3, 3), ck.NewTopic("payments", 1, 3)],

@@ -224,7 +224,8 @@ def test_a_table_without_required_authentication_serves_as_before() -> None:
 
 def test_the_inter_broker_listener_is_chosen_as_kafka_does() -> None:
     both = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"}
-    assert inter_broker_channel(BrokerConfig(both)).protocol == "PLAINTEXT"
+    assert inter_broker_channel(BrokerConfig({
+        **both, "security.inter.broker.protocol": "PLAINTEXT"})).protocol == "PLAINTEXT"
     named = inter_broker_channel(BrokerConfig({**both, "inter.broker.listener.name": "SSL"}))
     assert (named.protocol, named.listener) == ("SSL", "SSL")
     mapped = inter_broker_channel(BrokerConfig({
@@ -297,10 +298,97 @@ def test_plaintext_between_brokers_beside_a_secured_listener_is_warned(
         certs: TestCerts, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=SECURITY_LOG):
         assert channel_security(BrokerConfig({
-            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"})) is None
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "security.inter.broker.protocol": "PLAINTEXT"})) is None
         assert channel_security(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})) is None
     warned = [r.getMessage() for r in caplog.records if r.name == SECURITY_LOG]
     assert len(warned) == 1 and "internal transport is PLAINTEXT" in warned[0]
+
+
+SECURED_BY_DEFAULT = [
+    {"listeners": "SASL_SSL://127.0.0.1:0", "sasl.enabled.mechanisms": "SCRAM-SHA-512"},
+    {"listeners": "SSL://127.0.0.1:0"},
+    {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"},
+    # a PLAINTEXT listener beside a secured one is the default inter-broker listener
+    {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"},
+    {"listeners": "CLIENTS://127.0.0.1:0,LOCAL://127.0.0.1:0",
+     "listener.security.protocol.map": "CLIENTS:SASL_SSL,LOCAL:PLAINTEXT",
+     "sasl.enabled.mechanisms": "PLAIN"},
+    # no secured listener, but an authorizer: the internal transport would bypass the ACLs
+    {"listeners": "PLAINTEXT://127.0.0.1:0", "authorizer.class.name": "acl",
+     "super.users": "User:admin"},
+    {"authorizer.class.name": "acl"},
+]
+
+
+@pytest.mark.parametrize("config", SECURED_BY_DEFAULT)
+def test_a_secured_broker_refuses_a_plaintext_internal_transport_by_default(
+        config: dict[str, str]) -> None:
+    # the rule: the internal transport is never less protected than the Kafka listeners
+    # unless the operator says so (Kafka refuses such a broker too)
+    with pytest.raises(ConfigError) as err:
+        inter_broker_channel(BrokerConfig(config))
+    message = str(err.value)
+    assert "internal transport would be PLAINTEXT by default" in message
+    assert "set inter.broker.listener.name to an SSL or SASL_SSL listener" in message
+    assert "security.inter.broker.protocol=PLAINTEXT" in message
+    assert "\n" not in message and err.value.key == "security.inter.broker.protocol"
+    # the same refusal through channel_security (a broker's start) and the admin channel
+    # file of `cluster start`
+    with pytest.raises(ConfigError, match="would be PLAINTEXT by default"):
+        channel_security(BrokerConfig(config))
+    with pytest.raises(ConfigError, match="would be PLAINTEXT by default"):
+        write_channel_file("/nonexistent-dir", BrokerConfig(config))
+
+
+@pytest.mark.parametrize("config", SECURED_BY_DEFAULT)
+def test_an_explicit_plaintext_internal_transport_is_served_and_warned(
+        config: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger=SECURITY_LOG):
+        explicit = BrokerConfig({**config, "security.inter.broker.protocol": "PLAINTEXT"})
+        channel = inter_broker_channel(explicit)
+        assert channel.protocol == "PLAINTEXT" and not channel.open_kafka_listeners
+        assert channel_security(explicit) is None
+    warned = [r.getMessage() for r in caplog.records if r.name == SECURITY_LOG]
+    assert len(warned) == 1 and "PLAINTEXT (as configured)" in warned[0]
+    assert "without a credential" in warned[0]
+
+
+def test_naming_a_plaintext_listener_for_the_brokers_is_explicit_too() -> None:
+    named = inter_broker_channel(BrokerConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "inter.broker.listener.name": "PLAINTEXT"}))
+    assert (named.protocol, named.listener) == ("PLAINTEXT", "PLAINTEXT")
+    # an open broker (no secured listener, no authorizer) keeps its plaintext default
+    # without a word: the quick start and `cluster start`
+    for config in ({"listeners": "PLAINTEXT://127.0.0.1:0"}, {}):
+        plain = inter_broker_channel(BrokerConfig(config))
+        assert plain.protocol == "PLAINTEXT" and plain.open_kafka_listeners
+
+
+def test_a_secured_cluster_without_inter_broker_keys_does_not_start(tmp_path: Path) -> None:
+    # the reviewer's case: only a SASL listener, ACLs, neither key: the broker used to start
+    # with an open internal port (anyone local created and deleted topics through it)
+    c = LocalCluster(tmp_path / "c", 1, transport="tcp", overrides={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "authorizer.class.name": "acl", "super.users": "User:admin"})
+    try:
+        with pytest.raises(ConfigError, match="would be PLAINTEXT by default"):
+            c.start(timeout=10)
+        assert c.live == []
+    finally:
+        c.close()
+
+
+def test_every_broker_block_of_the_security_page_resolves_its_internal_transport() -> None:
+    # the page's examples start as written: a secured listener names the brokers' listener
+    from tests.security.test_docs_security import blocks, is_client_block, properties
+
+    broker_blocks = [p for p in map(properties, blocks("properties")) if not is_client_block(p)]
+    assert len(broker_blocks) >= 2
+    for props in broker_blocks:
+        config = BrokerConfig({"broker.id": "1", "log.dirs": "/tmp/kafka-tiers-docs", **props})
+        assert inter_broker_channel(config).protocol in ("SSL", "SASL_SSL"), props
 
 
 # ---------------------------------------------------------------------- the CLI's --dir

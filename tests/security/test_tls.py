@@ -148,7 +148,10 @@ def ssl_target(request: pytest.FixtureRequest, certs: TestCerts,
     listener (so Metadata advertises the SSL listener)."""
     if request.param == "standalone":
         return KafkaTarget("standalone", make_kafka_broker(**ssl_broker_config(certs)))
-    return KafkaTarget("cluster", make_kafka_cluster(overrides=ssl_broker_config(certs)))
+    # the brokers' internal transport left PLAINTEXT explicitly (refused by default beside an
+    # SSL listener): this test is about the Kafka listener
+    return KafkaTarget("cluster", make_kafka_cluster(overrides=ssl_broker_config(
+        certs, **{"security.inter.broker.protocol": "PLAINTEXT"})))
 
 
 def test_confluent_kafka_produces_and_consumes_over_ssl(ssl_target: KafkaTarget,
@@ -714,7 +717,7 @@ def test_an_admin_request_to_a_non_controller_is_forwarded_over_tls(
     from tests.kafka.admin_helpers import recv_exact
 
     cluster = make_kafka_cluster(overrides=ssl_broker_config(
-        certs, **{"ssl.client.auth": "required"}))
+        certs, **{"ssl.client.auth": "required", "security.inter.broker.protocol": "PLAINTEXT"}))
     wait_until(lambda: any(b.controller is not None and b.controller.active
                            for b in cluster.brokers.values()), 15, "a controller")
     other = next(b for b in cluster.brokers.values()

@@ -160,7 +160,10 @@ INTER_BROKER_KEYS: tuple[ConfigKey, ...] = (
               "The security protocol between brokers: PLAINTEXT (the internal transport is "
               "open to whoever reaches 127.0.0.1), SSL or SASL_SSL (TLS with mutual "
               "authentication; only principals in super.users are served). SASL_PLAINTEXT "
-              "is refused: the internal transport needs TLS to authenticate brokers."),
+              "is refused: the internal transport needs TLS to authenticate brokers. A "
+              "broker with a secured Kafka listener or an authorizer refuses to start on the "
+              "PLAINTEXT default: give this key (PLAINTEXT, an isolated network) or "
+              "inter.broker.listener.name explicitly."),
 )
 
 #: every security key (the section registered in kafka_tiers.config.SECTIONS)
