@@ -110,6 +110,8 @@ class RequestContext:
     server: KafkaServer
     header: RequestHeader
     connection: ConnectionSession
+    #: the request's denied actions to audit (one line, once the handler returned)
+    denials: list[Action] = field(default_factory=list)
 
     @property
     def listener(self) -> str:
@@ -148,7 +150,15 @@ class RequestContext:
     def authorize_all(self, actions: Sequence[Action]) -> list[bool]:
         """:meth:`authorize` of several actions in one call to the authorizer."""
         from kafka_tiers.kafka.security import authorization
-        return authorization.check(self.server, self.identity(), actions)
+        return authorization.check(self.server, self.identity(), actions, self.denials)
+
+    def audit_denials(self) -> None:
+        """The request's denials, audited in one line (once its handler returned); then
+        none are left."""
+        if self.denials:
+            from kafka_tiers.kafka.security import authorization
+            authorization.audit_denials(self.identity(), self.denials)
+            self.denials = []
 
     @property
     def broker(self) -> Broker:

@@ -830,6 +830,8 @@ class KafkaServer:
             log.exception("kafka listener %s: %s v%d from %s failed; connection closed",
                           lst.spec.name, api.name, version, peer)
             return False
+        finally:
+            ctx.audit_denials()  # one audit line for the request's denials
         if reply is CLOSE_CONNECTION:
             return False
         if reply is NO_RESPONSE:

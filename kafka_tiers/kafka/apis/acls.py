@@ -50,10 +50,10 @@ from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.security.acl_authorizer import binding_problem
+from kafka_tiers.kafka.security.audit import audit_log, shown
 from kafka_tiers.placement.limits import check_request_entries
 
 log = logging.getLogger(__name__)
-audit_log = logging.getLogger("kafka_tiers.audit")
 
 CLUSTER_AUTHORIZATION_FAILED = 31
 SECURITY_DISABLED = 54
@@ -127,12 +127,14 @@ def _filter(src: Any, version: int) -> AclBindingFilter:
 
 def _audit_change(ctx: RequestContext, change: str, b: AclBinding) -> None:
     """One INFO line on ``kafka_tiers.audit`` per ACL created or deleted: who, from where,
-    and the ACL (an ACL holds no secret)."""
+    and the ACL (an ACL holds no secret; its names, the client's text, escaped and truncated
+    by :func:`~kafka_tiers.kafka.security.audit.shown`). Not rate limited: every change of
+    an authorized principal is recorded."""
     p, e = b.pattern, b.entry
     audit_log.info("ACL %s: principal=%s client=%s listener=%s acl=(%s:%s:%s %s %s %s from %s)",
-                   change, ctx.principal, ctx.connection.ip, ctx.listener,
-                   p.resource_type.name, p.pattern_type.name, p.name, e.permission_type.name,
-                   e.principal, e.operation.name, e.host)
+                   change, shown(ctx.principal), ctx.connection.ip, shown(ctx.listener),
+                   p.resource_type.name, p.pattern_type.name, shown(p.name),
+                   e.permission_type.name, shown(e.principal), e.operation.name, shown(e.host))
 
 
 def _plugin_failure(what: str, exc: BaseException) -> str:

@@ -18,9 +18,11 @@ tokens until the server's last token; only then is it authenticated (principal
   then sends v1 like kafka-python and aiokafka.
 - A failed SaslAuthenticate answers ``SASL_AUTHENTICATION_FAILED`` (58) with Kafka's message
   (one fixed text: an unknown user looks like a wrong password), then the connection is
-  closed. One INFO line on ``kafka_tiers.audit`` per failure (the user claimed, the client,
-  the listener, the mechanism; never a password), at most one a second per client address,
-  the rest counted into the next.
+  closed. One INFO line on ``kafka_tiers.audit`` per failure (the user claimed and the
+  mechanism, escaped and truncated by :func:`~kafka_tiers.kafka.security.audit.shown`, the
+  client, the listener; never a password), at most one a second per client address, the
+  rest counted into the next (a bounded table: :class:`~kafka_tiers.kafka.security.audit.
+  AuditLimiter`).
 - Re-authentication (KIP-368): with ``connections.max.reauth.ms`` > 0 the successful
   SaslAuthenticate (v1+) answers ``session_lifetime_ms`` and the session expires after it; an
   authenticated connection may run SaslHandshake and SaslAuthenticate again with the same
@@ -34,7 +36,6 @@ tokens until the server's last token; only then is it authenticated (principal
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,23 +43,19 @@ from typing import Any
 from kafka_tiers.api.authorizer import KafkaPrincipal
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.registry import handles
+from kafka_tiers.kafka.security.audit import AuditLimiter, audit_log, shown
 from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed, SaslExchange
 from kafka_tiers.kafka.security.scram_credentials import credentials_of
 from kafka_tiers.kafka.security.session import SASL_PROTOCOLS, ConnectionSession
 
 log = logging.getLogger(__name__)
-audit_log = logging.getLogger("kafka_tiers.audit")
 
 NONE = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
-#: failed-authentication log lines per client address: at most one per this many seconds
-FAILURE_LOG_INTERVAL_S = 1.0
-_MAX_SHOWN_USER = 64
-
-_failures_lock = threading.Lock()
-_failures: dict[str, tuple[float, int]] = {}
+#: failed-authentication audit lines: at most one a second per client address
+_failures = AuditLimiter(per_second=1)
 
 
 def _settings(ctx: RequestContext) -> Any:
@@ -182,29 +179,20 @@ def raw_token(server: Any, session: ConnectionSession, token: bytes) -> bytes | 
     return step.answer if step.error_code == NONE else None
 
 
-def _shown(user: str) -> str:
-    """A claimed user name as a log shows it: printable, bounded (it is the client's text)."""
-    clean = "".join(c if c.isprintable() else "?" for c in user[:_MAX_SHOWN_USER])
-    return clean + ("..." if len(user) > _MAX_SHOWN_USER else "")
-
-
 def _log_failure(session: ConnectionSession, mechanism: str, user: str, reason: str) -> None:
-    ip = session.ip
-    now = time.monotonic()
-    with _failures_lock:
-        last, skipped = _failures.get(ip, (0.0, 0))
-        if now - last < FAILURE_LOG_INTERVAL_S:
-            _failures[ip] = (last, skipped + 1)
-            return
-        _failures[ip] = (now, 0)
-        if len(_failures) > 10_000:  # bounded: forget the oldest half
-            for k in sorted(_failures, key=lambda k: _failures[k][0])[:5_000]:
-                del _failures[k]
+    admitted = _failures.admit(("failed authentication", session.ip))
+    if admitted is None:
+        return
+    (_, client), skipped = admitted
+    if client != session.ip:  # the limiter's table is full: one line for all others
+        audit_log.info("failed authentication: clients beyond the audit table, the last: "
+                       "client=%s listener=%s%s", session.peer, shown(session.listener),
+                       f" (and {skipped} more failures since the last line)" if skipped else "")
+        return
     audit_log.info("failed authentication: principal=User:%s client=%s listener=%s "
-                   "mechanism=%s reason=%s%s", _shown(user) or "?", session.peer,
-                   session.listener,
-                   _shown(mechanism), reason,
-                   f" (and {skipped} more failures from {ip} since the last line)"
+                   "mechanism=%s reason=%s%s", shown(user) or "?", session.peer,
+                   shown(session.listener), shown(mechanism), shown(reason),
+                   f" (and {skipped} more failures from {session.ip} since the last line)"
                    if skipped else "")
 
 

@@ -4,15 +4,17 @@
 Without an authorizer (``authorizer.class.name`` unset) everything is allowed. An
 authorizer that raises denies the request (logged once per minute, never with a secret). A
 denial whose action asks for it is audited: one INFO line on the logger
-``kafka_tiers.audit`` with the principal, the client address, the operation and the
-resource, at most one line per second per principal and resource (the rest are counted
-into the next line).
+``kafka_tiers.audit`` per request at most (:func:`audit_denials`, called by the server once
+the handler returned), with the principal, the client address, the listener and the denied
+operations and resources (names escaped and truncated by
+:func:`~kafka_tiers.kafka.security.audit.shown`, the list bounded), at most one line per
+second per principal and client address (the rest are counted into the next line; the
+limiter's table is bounded, see :mod:`kafka_tiers.kafka.security.audit`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -30,18 +32,22 @@ from kafka_tiers.api.authorizer import (
     RequestIdentity,
     ResourceType,
 )
+from kafka_tiers.kafka.security.audit import AuditLimiter, audit_log, shown, shown_list
 
 log = logging.getLogger(__name__)
-audit_log = logging.getLogger("kafka_tiers.audit")
 
-_AUDIT_INTERVAL_S = 1.0
-_audit_lock = threading.Lock()
-_audit_last: dict[tuple[str, str, str], tuple[float, int]] = {}
+#: denials audited: at most one line a second per (principal, client address)
+_audit_limiter = AuditLimiter(per_second=1)
+#: the characters of a denial line's list of denied resources
+_AUDIT_LIST_CHARS = 1000
 _failure_last = [0.0]
 
 
-def check(server: Any, identity: RequestIdentity, actions: Sequence[Action]) -> list[bool]:
-    """One decision per action (see the module docstring)."""
+def check(server: Any, identity: RequestIdentity, actions: Sequence[Action],
+          denials: list[Action] | None = None) -> list[bool]:
+    """One decision per action (see the module docstring). The denied actions that ask to
+    be audited are appended to ``denials`` (the request's, audited once by
+    :func:`audit_denials`); without it they are audited at once, in one line."""
     authorizer = getattr(server, "authorizer", None)
     if authorizer is None:
         return [True] * len(actions)
@@ -57,9 +63,11 @@ def check(server: Any, identity: RequestIdentity, actions: Sequence[Action]) -> 
             log.error("the authorizer failed (%s); the request is denied",
                       type(exc).__name__)
         allowed = [False] * len(actions)
-    for action, ok in zip(actions, allowed, strict=True):
-        if not ok and action.log_if_denied:
-            _audit(identity, action)
+    denied = [a for a, ok in zip(actions, allowed, strict=True) if not ok and a.log_if_denied]
+    if denials is not None:
+        denials.extend(denied)
+    elif denied:
+        audit_denials(identity, denied)
     return allowed
 
 
@@ -115,23 +123,29 @@ def check_by_resource_type(server: Any, identity: RequestIdentity, operation: Ac
     return False
 
 
-def _audit(identity: RequestIdentity, action: Action) -> None:
-    resource = f"{action.resource_type.name}:{action.name}"
-    key = (str(identity.principal), resource, action.operation.name)
-    now = time.monotonic()
-    with _audit_lock:
-        last, skipped = _audit_last.get(key, (0.0, 0))
-        if now - last < _AUDIT_INTERVAL_S:
-            _audit_last[key] = (last, skipped + 1)
-            return
-        _audit_last[key] = (now, 0)
-        if len(_audit_last) > 10_000:  # bounded: forget the oldest half
-            for k in sorted(_audit_last, key=lambda k: _audit_last[k][0])[:5_000]:
-                del _audit_last[k]
-    audit_log.info("denied: principal=%s client=%s listener=%s operation=%s resource=%s%s",
-                   identity.principal, identity.client_address, identity.listener,
-                   action.operation.name, resource,
-                   f" (and {skipped} more denials since the last line)" if skipped else "")
+def audit_denials(identity: RequestIdentity, denied: Sequence[Action]) -> None:
+    """One audit line for a request's denied actions (nothing when there are none): the
+    principal, the client address, the listener and the denied ``OPERATION RESOURCE:name``
+    (distinct, in order, the list bounded and every name escaped), rate limited per
+    principal and client address (see the module docstring)."""
+    if not denied:
+        return
+    admitted = _audit_limiter.admit((shown(identity.principal), identity.client_address))
+    if admitted is None:
+        return
+    (principal, client), skipped = admitted
+    seen = dict.fromkeys((a.operation.name, a.resource_type.name, a.name) for a in denied)
+    more = f" (and {skipped} more denied requests since the last line)" if skipped else ""
+    if client == identity.client_address:
+        listed = shown_list([f"operation={op} resource={rt}:{name}" for op, rt, name in seen],
+                            limit=_AUDIT_LIST_CHARS)
+        audit_log.info("denied: principal=%s client=%s listener=%s %s%s%s", principal, client,
+                       shown(identity.listener), listed,
+                       f" ({len(seen)} denials)" if len(seen) > 1 else "", more)
+    else:  # the limiter's table is full: the aggregate line of all other clients
+        audit_log.info("denied: requests of clients beyond the audit table (%d keys), the "
+                       "last: principal=%s client=%s%s", _audit_limiter.max_keys,
+                       shown(identity.principal), identity.client_address, more)
 
 
-__all__ = ["check", "check_by_resource_type"]
+__all__ = ["audit_denials", "check", "check_by_resource_type"]
