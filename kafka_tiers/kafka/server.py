@@ -29,6 +29,21 @@ Bounds, each checked before it costs anything:
   this long closes the connection too.
 - ``connections.max.idle.ms``: a connection with no request under way for this long is
   closed.
+- before authentication (a SASL listener's connection until SaslAuthenticate succeeded, and
+  every TLS handshake) a connection never holds what authenticated ones need: its frames are
+  not reserved from ``queued.max.request.bytes`` but from a separate budget
+  (:class:`_PreauthBudget`: a sixteenth of ``queued.max.request.bytes`` beside it, at least
+  the largest ``sasl.server.max.receive.size``), taken as body bytes arrive (a length prefix
+  alone holds nothing); a frame that would overrun the budget closes its connection (one
+  WARN a minute). A pre-authentication frame, a TLS handshake, and an unauthenticated
+  connection's wait for its next step are each bounded by
+  ``min(request.timeout.ms, 10 s)`` (:data:`PREAUTH_TIMEOUT_S`), else the connection is
+  closed; ``max.connections.per.ip`` applies as to any connection.
+- ``connection.failed.authentication.delay.ms`` (Kafka's key, default 100 ms): a failed SASL
+  authentication's response is held, the connection muted (not read), and the network
+  thread sends it and closes the connection only once the delay passed (no handler thread
+  waits), so a password guesser learns each answer no faster than that; the connections so
+  held are among ``max.connections``.
 - counts before cost: a request whose arrays declare more elements in all than
   ``max.request.topics + max.request.partitions * (max.replication.factor + 2)`` is refused
   (one WARN, connection closed) by a pre-pass that reads only lengths, before it is decoded
@@ -62,6 +77,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.apis import sasl as sasl_api
 from kafka_tiers.kafka.context import (
@@ -100,6 +116,14 @@ FD_RESERVE = 256
 SMALL_FRAME = 64 * 1024
 #: a handler thread with nothing to do for this long ends
 HANDLER_IDLE_S = 60.0
+#: the longest a frame before authentication, a TLS handshake, or an unauthenticated
+#: connection's wait between steps may take (request.timeout.ms when that is shorter)
+PREAUTH_TIMEOUT_S = 10.0
+#: frames before authentication hold at most queued.max.request.bytes / PREAUTH_SHARE in all,
+#: a budget of their own beside the pool
+PREAUTH_SHARE = 16
+#: queued.max.request.bytes' default, the pre-authentication budget's base when it is unbounded
+_DEFAULT_QUEUED_BYTES = 100 * 1024 * 1024
 
 
 def default_max_connections(log_open_files_max: int) -> int:
@@ -109,6 +133,24 @@ def default_max_connections(log_open_files_max: int) -> int:
     if soft == resource.RLIM_INFINITY:
         soft = 1 << 20
     return max(16, int(soft) - log_open_files_max - FD_RESERVE)
+
+
+def _failed_authentication_delay(config: Any) -> int:
+    """``connection.failed.authentication.delay.ms``, checked against
+    ``connections.max.idle.ms`` (Kafka's rule: the delay must be shorter).
+
+    Raises:
+        ConfigError: the delay is not below ``connections.max.idle.ms``.
+    """
+    delay = int(config["connection.failed.authentication.delay.ms"])
+    idle = int(config["connections.max.idle.ms"])
+    if delay >= idle:
+        raise ConfigError(
+            f"connection.failed.authentication.delay.ms ({delay}) must be below "
+            f"connections.max.idle.ms ({idle}); lower the delay (0 turns it off)",
+            key="connection.failed.authentication.delay.ms", value=str(delay),
+            expected=f"an integer from 0 to {idle - 1}")
+    return delay
 
 
 def max_request_elements(config: Any) -> int:
@@ -134,8 +176,8 @@ class _Conn:
     """One connection's state, owned by the network thread (a handler thread holds it only
     while its request is in flight, the connection muted)."""
 
-    __slots__ = ("body", "handshaking", "head", "ip", "last", "lst", "peer", "reserved",
-                 "session", "size", "sock", "started", "tls")
+    __slots__ = ("body", "handshaking", "head", "ip", "last", "lst", "peer", "preauth",
+                 "reserved", "session", "size", "sock", "started", "tls")
 
     def __init__(self, sock: socket.socket, lst: _Listener, ip: str, peer: str,
                  now: float) -> None:
@@ -147,6 +189,7 @@ class _Conn:
         self.size = -1  # the frame's announced size, once its prefix is read
         self.body = bytearray()  # grown as bytes arrive
         self.reserved: tuple[bool, int] | None = None  # queued.max.request.bytes held
+        self.preauth = 0  # bytes of the pre-authentication budget held (_PreauthBudget)
         self.started = 0.0  # when the frame under way started (0: none)
         self.last = now  # the last request or response
         self.session = ConnectionSession.new(lst.spec.name, lst.spec.security_protocol, peer,
@@ -206,6 +249,51 @@ class _MemoryPool:
             else:
                 self.main_used -= n
             self.freed = True
+
+
+class _PreauthBudget:
+    """The bytes frames read before authentication may hold in all, thread-safe: a budget of
+    its own, never ``queued.max.request.bytes`` (so unauthenticated clients cannot keep
+    authenticated requests waiting). Bytes are taken as they arrive, not when a length
+    prefix announces them; a take that does not fit is refused (the connection is closed)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        """Hold ``n`` more bytes; False (nothing held) when they do not fit."""
+        with self._lock:
+            if self.used + n > self.capacity:
+                return False
+            self.used += n
+            return True
+
+    def give(self, n: int) -> None:
+        """Release ``n`` bytes taken before."""
+        if n:
+            with self._lock:
+                self.used -= n
+
+
+def preauth_budget(queued_max_request_bytes: int, largest_receive_size: int) -> int:
+    """The pre-authentication budget: ``queued.max.request.bytes`` / :data:`PREAUTH_SHARE`
+    (of its default when unbounded), at least one frame of the largest
+    ``sasl.server.max.receive.size``."""
+    base = queued_max_request_bytes if queued_max_request_bytes > 0 else _DEFAULT_QUEUED_BYTES
+    return max(base // PREAUTH_SHARE, largest_receive_size)
+
+
+class _Farewell:
+    """A failed authentication's last response (empty: none, SaslHandshake v0's tokens),
+    sent by the network thread after ``connection.failed.authentication.delay.ms``, then
+    the connection is closed."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: bytes) -> None:
+        self.frame = frame
 
 
 class _Handlers:
@@ -317,12 +405,23 @@ class KafkaServer:
         self.frame_timeout_s = int(cfg["request.timeout.ms"]) / 1000.0
         self.max_elements = max_request_elements(cfg)
         self.memory = _MemoryPool(int(cfg["queued.max.request.bytes"]))
+        #: before authentication: a budget of its own, a shorter time bound
+        self.preauth = _PreauthBudget(preauth_budget(
+            int(cfg["queued.max.request.bytes"]),
+            max((self.sasl.max_receive_size(spec.name) for spec in self.specs), default=0)))
+        self.preauth_timeout_s = min(self.frame_timeout_s, PREAUTH_TIMEOUT_S)
+        self.auth_failure_delay_s = _failed_authentication_delay(cfg) / 1000.0
+        #: failed authentications' connections, muted, by when they are answered and closed
+        #: (in that order: one delay for all); at most max.connections of them
+        self._farewells: collections.deque[tuple[float, _Conn, _Farewell]] = \
+            collections.deque()
         self.apis: dict[int, Api] = dict(apis())
         self._listeners: list[_Listener] = []
         self._conns: dict[int, _Conn] = {}  # by descriptor; the network thread's
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._waiting: collections.deque[_Conn] = collections.deque()  # for memory
-        self._returned: collections.deque[tuple[_Conn, bool]] = collections.deque()
+        self._returned: collections.deque[tuple[_Conn, bool | _Farewell]] = \
+            collections.deque()
         self._handlers = _Handlers(int(cfg["request.handler.threads.max"]))
         self._lock = threading.Lock()
         self._components: dict[str, Any] = {}
@@ -339,6 +438,7 @@ class KafkaServer:
         self._warn_stalled = _RateLimitedWarning()
         self._warn_accept = _RateLimitedWarning()
         self._warn_handshake = _RateLimitedWarning()
+        self._warn_preauth = _RateLimitedWarning()
 
     # ------------------------------------------------------------------ lifecycle
     def bind(self) -> dict[str, tuple[str, int]]:
@@ -467,7 +567,9 @@ class KafkaServer:
         next_sweep = time.monotonic() + tick
         try:
             while not self._stopping.is_set():
-                timeout = max(0.0, next_sweep - time.monotonic())
+                due = min(next_sweep, self._farewells[0][0]) if self._farewells \
+                    else next_sweep
+                timeout = max(0.0, due - time.monotonic())
                 for key, _mask in sel.select(timeout):
                     data = key.data
                     if data is None:
@@ -488,6 +590,7 @@ class KafkaServer:
                 self._take_returned()
                 self._admit_waiting()
                 now = time.monotonic()
+                self._say_farewells(now)
                 if now >= next_sweep:
                     self._sweep(now)
                     next_sweep = now + tick
@@ -560,6 +663,8 @@ class KafkaServer:
             del self._per_ip[c.ip]
         self.memory.release(c.reserved)
         c.reserved = None
+        self.preauth.give(c.preauth)
+        c.preauth = 0
         c.body = bytearray()
         with contextlib.suppress(OSError):
             c.sock.close()
@@ -648,19 +753,25 @@ class KafkaServer:
                     self._close(c)
                     return
                 c.size = size
-                ticket = self.memory.try_reserve(size, main=not self._waiting)
-                if ticket is None:
-                    assert self._selector is not None
-                    self._selector.unregister(c.sock)  # not read until memory frees
-                    c.started = 0.0
-                    self._waiting.append(c)
-                    return
-                c.reserved = ticket
+                if c.session.authenticated:
+                    ticket = self.memory.try_reserve(size, main=not self._waiting)
+                    if ticket is None:
+                        assert self._selector is not None
+                        self._selector.unregister(c.sock)  # not read until memory frees
+                        c.started = 0.0
+                        self._waiting.append(c)
+                        return
+                    c.reserved = ticket
+                # else: before authentication, the pre-authentication budget as bytes arrive
                 if size == 0:
                     self._dispatch(c)
                     return
                 # the body usually came with its prefix: read it now, not a select later
-            data = c.sock.recv(min(READ_CHUNK, c.size - len(c.body)))
+            want = min(READ_CHUNK, c.size - len(c.body))
+            got = c.sock.recv(want) if c.session.authenticated else self._recv_preauth(c, want)
+            if got is None:
+                return  # closed: the pre-authentication budget is spent
+            data = got
             if not data:
                 self._close(c)
                 return
@@ -672,6 +783,27 @@ class KafkaServer:
         except OSError as exc:
             log.debug("kafka connection %s: %s", c.peer, exc)
             self._close(c)
+
+    def _recv_preauth(self, c: _Conn, want: int) -> bytes | None:
+        """At most ``want`` bytes of a frame before authentication, held in the
+        pre-authentication budget (:class:`_PreauthBudget`); None: the budget is spent and
+        the connection was closed."""
+        if not self.preauth.take(want):
+            self._warn_preauth(
+                "kafka listener %s: frames before authentication hold the pre-authentication "
+                "budget (%d bytes: queued.max.request.bytes / %d); closed connections whose "
+                "next bytes did not fit (the last: %s)", c.lst.spec.name,
+                self.preauth.capacity, PREAUTH_SHARE, c.peer)
+            self._close(c)
+            return None
+        got = 0
+        try:
+            data = c.sock.recv(want)
+            got = len(data)
+            return data
+        finally:
+            self.preauth.give(want - got)
+            c.preauth += got
 
     def _admit_waiting(self) -> None:
         """Connections waiting for memory, in arrival order, once memory was freed: the
@@ -713,9 +845,13 @@ class KafkaServer:
         self._handlers.submit(lambda: self._serve(c, frame))
 
     def _take_returned(self) -> None:
-        """Connections whose request is done: unmuted, or closed."""
+        """Connections whose request is done: unmuted, closed, or (a failed authentication)
+        kept muted until ``connection.failed.authentication.delay.ms`` passed."""
         while self._returned:
             c, keep = self._returned.popleft()
+            if isinstance(keep, _Farewell) and not self._stopping.is_set():
+                self._farewells.append((time.monotonic() + self.auth_failure_delay_s, c, keep))
+                continue
             if not keep or self._stopping.is_set():
                 self._close(c, registered=False)
                 continue
@@ -728,27 +864,47 @@ class KafkaServer:
                 continue
             self._read(c)  # a pipelined next request is often there already
 
+    def _say_farewells(self, now: float) -> None:
+        """Failed authentications whose delay passed: their response (one non-blocking
+        send: a few hundred bytes), then the connection is closed."""
+        while self._farewells and self._farewells[0][0] <= now:
+            _due, c, farewell = self._farewells.popleft()
+            if farewell.frame:
+                with contextlib.suppress(OSError, ValueError):
+                    c.sock.send(farewell.frame)
+            self._close(c, registered=False)
+
     def _sweep(self, now: float) -> None:
         """Close stalled frames (``request.timeout.ms``) and idle connections."""
         if self._accept_paused_until and now >= self._accept_paused_until:
             self._resume_accepting()
         waiting = {id(c) for c in self._waiting}
+        preauth_ms = int(self.preauth_timeout_s * 1000)
         for c in list(self._conns.values()):
+            preauth = c.handshaking or not c.session.authenticated
+            limit = self.preauth_timeout_s if preauth else self.frame_timeout_s
             if c.started:
-                if now - c.started > self.frame_timeout_s and c.handshaking:
+                if now - c.started > limit and c.handshaking:
                     self._warn_handshake(
                         "kafka listener %s: closed connections that did not complete the TLS "
-                        "handshake within request.timeout.ms (%d ms; the last: %s)",
-                        c.lst.spec.name, int(self.frame_timeout_s * 1000), c.peer)
+                        "handshake within min(request.timeout.ms, 10 s) (%d ms; the last: %s)",
+                        c.lst.spec.name, preauth_ms, c.peer)
                     self._close(c)
-                elif now - c.started > self.frame_timeout_s:
+                elif now - c.started > limit:
                     self._warn_stalled(
                         "kafka listener %s: closed connections that did not send a whole "
-                        "request within request.timeout.ms (%d ms; the last: %s)",
-                        c.lst.spec.name, int(self.frame_timeout_s * 1000), c.peer)
-                    log.debug("kafka connection %s: frame incomplete after "
-                              "request.timeout.ms; closed", c.peer)
+                        "request within %s (%d ms; the last: %s)", c.lst.spec.name,
+                        "min(request.timeout.ms, 10 s) before authentication" if preauth
+                        else "request.timeout.ms", int(limit * 1000), c.peer)
+                    log.debug("kafka connection %s: frame incomplete after %d ms; closed",
+                              c.peer, int(limit * 1000))
                     self._close(c)
+            elif preauth and c.size < 0 and now - c.last > limit and self._is_registered(c):
+                self._warn_stalled(
+                    "kafka listener %s: closed unauthenticated connections that sent no next "
+                    "authentication step within min(request.timeout.ms, 10 s) (%d ms; the "
+                    "last: %s)", c.lst.spec.name, preauth_ms, c.peer)
+                self._close(c)
             elif c.size < 0 and id(c) not in waiting and now - c.last > self.idle_s \
                     and self._is_registered(c):
                 log.debug("kafka connection %s idle for connections.max.idle.ms; closed",
@@ -765,7 +921,7 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ handler threads
     def _serve(self, c: _Conn, frame: bytearray) -> None:
-        keep = False
+        keep: bool | _Farewell = False
         try:
             keep = self._handle(c.lst, c.sock, c.session, frame)
         except (OSError, TimeoutError) as exc:
@@ -777,17 +933,21 @@ class KafkaServer:
             del frame
             self.memory.release(c.reserved)
             c.reserved = None
+            self.preauth.give(c.preauth)
+            c.preauth = 0
             self._returned.append((c, keep))
             self._wake()
 
     def _handle(self, lst: _Listener, conn: socket.socket, session: ConnectionSession,
-                frame: bytearray) -> bool:
-        """Handle one request; False when the connection is to be closed."""
+                frame: bytearray) -> bool | _Farewell:
+        """Handle one request; False when the connection is to be closed, a
+        :class:`_Farewell` when an authentication failed and its response waits for
+        ``connection.failed.authentication.delay.ms``."""
         peer = session.peer
         if gate.raw_sasl_token(session):  # after SaslHandshake v0: a bare SASL token
             token = sasl_api.raw_token(self, session, bytes(frame))
             if token is None:
-                return False
+                return _Farewell(b"") if self.auth_failure_delay_s else False
             self._send(conn, token, None)
             return not gate.closes_after_response(session)
         try:
@@ -839,8 +999,11 @@ class KafkaServer:
         head = codec.response_header(key, version, corr)
         if isinstance(reply, RawBody):
             self._send(conn, head, reply)
-        else:
-            self._send(conn, head + bytes(reply.encode(version=version)), None)
+            return not gate.closes_after_response(session)
+        message = head + bytes(reply.encode(version=version))
+        if gate.closes_after_response(session) and self.auth_failure_delay_s:
+            return _Farewell(_SIZE.pack(len(message)) + message)  # sent after the delay
+        self._send(conn, message, None)
         return not gate.closes_after_response(session)
 
     def _versions_v0(self, error: int) -> bytes:

@@ -108,6 +108,11 @@ SASL_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("connections.max.reauth.ms", Int(min=0), 0,
               "The lifetime of a SASL session (KIP-368): the client re-authenticates within "
               "it, else its next request closes the connection. 0: sessions never expire."),
+    ConfigKey("connection.failed.authentication.delay.ms", Int(min=0), 100,
+              "After a failed SASL authentication the broker holds the failure response and "
+              "closes the connection only once this delay passed (the connection is not read "
+              "meanwhile), so passwords cannot be guessed quickly. Must be below "
+              "connections.max.idle.ms; 0: answer and close at once."),
 )
 
 

@@ -54,6 +54,10 @@ DOCUMENT = "scram-credentials"
 MAX_FIELD_BYTES = 1024
 #: the component key of a Kafka server's credentials (:func:`credentials_of`)
 COMPONENT_KEY = "security.scram_credentials"
+#: the security state document holding the cluster's key of unknown users' stand-in salts
+STAND_IN_DOCUMENT = "scram-stand-in-key"
+#: the length of that key in bytes
+STAND_IN_KEY_BYTES = 32
 
 
 class ScramMechanism(enum.Enum):
@@ -224,6 +228,29 @@ def _parse(doc: Any) -> dict[tuple[str, ScramMechanism], ScramCredential]:
     return out
 
 
+def _common_shapes(creds: Mapping[tuple[str, ScramMechanism], ScramCredential]
+                   ) -> dict[ScramMechanism, tuple[int, int]]:
+    """Per mechanism, the most common ``(iterations, salt length)`` of ``creds`` (a tie:
+    the smallest of the most common)."""
+    counts: dict[ScramMechanism, dict[tuple[int, int], int]] = {}
+    for (_user, mech), cred in creds.items():
+        shape = (cred.iterations, len(cred.salt))
+        per = counts.setdefault(mech, {})
+        per[shape] = per.get(shape, 0) + 1
+    return {mech: min(per, key=lambda shape: (-per[shape], shape))
+            for mech, per in counts.items()}
+
+
+def _stand_in_key_of(doc: Any) -> bytes | None:
+    """The key held by a :data:`STAND_IN_DOCUMENT` document, or None when malformed."""
+    text = doc.get("key") if isinstance(doc, dict) else None
+    try:
+        key = base64.b64decode(str(text), validate=True) if text is not None else b""
+    except (binascii.Error, ValueError):
+        return None
+    return key if len(key) == STAND_IN_KEY_BYTES else None
+
+
 class ScramCredentials:
     """Every SCRAM credential of the cluster (see the module docstring).
 
@@ -242,17 +269,20 @@ class ScramCredentials:
         self._lock = threading.Lock()
         self._serial = -1
         self._creds: dict[tuple[str, ScramMechanism], ScramCredential] = {}
+        self._shapes: dict[ScramMechanism, tuple[int, int]] = {}
+        self._stand_in_key: bytes | None = None
         store.watch(DOCUMENT, self._apply)
 
     def _apply(self, doc: Any) -> None:
         serial = doc.get("serial", 0) if isinstance(doc, dict) else -1
         serial = serial if isinstance(serial, int) else 0
         parsed = _parse(doc)
+        shapes = _common_shapes(parsed)
         with self._lock:
             # a late notification of an older document never undoes a newer one
             if doc is not None and serial < self._serial:
                 return
-            self._serial, self._creds = serial, parsed
+            self._serial, self._creds, self._shapes = serial, parsed, shapes
 
     def lookup(self, user: str, mechanism: ScramMechanism | str | int
                ) -> ScramCredential | None:
@@ -263,6 +293,44 @@ class ScramCredentials:
         except ValueError:
             return None
         return self._creds.get((user, mech))
+
+    def stand_in_shape(self, mechanism: ScramMechanism | str | int) -> tuple[int, int]:
+        """``(iterations, salt length)`` an unknown user's stand-in shows for
+        ``mechanism``: those of the most common stored credential of that mechanism (so the
+        answer does not tell an unknown user from most real ones), :data:`DEFAULT_ITERATIONS`
+        and :data:`SALT_BYTES` when there is none. Reads no store."""
+        try:
+            mech = ScramMechanism.of(mechanism)
+        except ValueError:
+            return DEFAULT_ITERATIONS, SALT_BYTES
+        return self._shapes.get(mech, (DEFAULT_ITERATIONS, SALT_BYTES))
+
+    def stand_in_key(self) -> bytes:
+        """The cluster's key of unknown users' stand-in salts: :data:`STAND_IN_KEY_BYTES`
+        random bytes written once to the security state document
+        :data:`STAND_IN_DOCUMENT` (the first broker to need it makes it; a compare-and-set
+        keeps every broker on the same one), so every broker, a restarted one too, shows an
+        unknown user the same salt and the salts cannot be computed without the store.
+        Cached after the first call.
+
+        Raises:
+            SecurityStateError: the store failed (the caller falls back to a key of its
+                own).
+        """
+        key = self._stand_in_key
+        if key is not None:
+            return key
+        fresh = _b64(os.urandom(STAND_IN_KEY_BYTES))
+
+        def make(doc: Any) -> Any:
+            if isinstance(doc, dict) and _stand_in_key_of(doc) is not None:
+                return doc
+            return {"key": fresh}
+
+        key = _stand_in_key_of(self.store.update(STAND_IN_DOCUMENT, make))
+        assert key is not None
+        self._stand_in_key = key
+        return key
 
     def describe(self, users: Iterable[str] | None = None
                  ) -> dict[str, list[tuple[ScramMechanism, int]]]:
@@ -356,6 +424,7 @@ __all__ = [
     "MAX_ITERATIONS",
     "MECHANISMS",
     "MIN_ITERATIONS",
+    "STAND_IN_DOCUMENT",
     "ScramCredential",
     "ScramCredentials",
     "ScramMechanism",

@@ -19,10 +19,14 @@ SCRAM credential store). The exchange:
    ``H(ClientProof XOR HMAC(StoredKey, AuthMessage)) == StoredKey`` (constant-time compare).
 4. server-final ``v=<base64 ServerSignature>``: the exchange is complete.
 
-An unknown user gets a server-first like any user's, with a salt derived from the user name
-by an HMAC under a key random to this broker process (repeated probes see the same salt) and
-the usual iteration count; its proof then fails exactly as a wrong password does (RFC 5802's
-advice; the client sees Kafka's one generic failure message either way). Any failure ends
+An unknown user gets a server-first like any user's (:func:`stand_in`): the iteration count
+and salt length of the most common stored credential of the mechanism (4096 and 24 bytes
+when there is none), and a salt derived from the user name by an HMAC under the cluster's
+stand-in key (random, made once in the security state store, so every broker and every
+restart shows an unknown user the same salt, and nobody without the store can compute it;
+should the store fail, a key random to this broker process); its proof then fails exactly
+as a wrong password does (RFC 5802's advice; the client sees Kafka's one generic failure
+message either way). Any failure ends
 the exchange with :class:`AuthenticationFailed`, whose ``reason`` is the RFC's
 server-error-value (``invalid-proof``, ``unknown-user``, ``channel-bindings-dont-match``, ...)
 for the broker's log.
@@ -34,6 +38,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 from collections.abc import Callable
@@ -44,13 +49,16 @@ from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed
 
 #: mechanism name -> hashlib name
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-#: the iteration count shown for an unknown user (Kafka's default for new credentials)
+#: the iteration count shown for an unknown user when no credential is stored (Kafka's default
+#: for new credentials)
 FAKE_ITERATIONS = 4096
-#: the length of the salt shown for an unknown user (the credential store's salt length)
+#: the length of the salt shown for an unknown user when no credential is stored (the
+#: credential store's salt length)
 FAKE_SALT_BYTES = 24
 #: the longest client nonce accepted
 MAX_NONCE_CHARS = 256
 _FAKE_KEY = secrets.token_bytes(32)
+log = logging.getLogger(__name__)
 _PRINTABLE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")  # RFC 5802 'printable': no ','
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
@@ -87,11 +95,32 @@ class _StandIn:
     iterations: int
 
 
-def _stand_in(user: str, mechanism: str) -> _StandIn:
-    salt = hmac.new(_FAKE_KEY, f"{mechanism}\0{user}".encode(), hashlib.sha256).digest()
+def stand_in(user: str, mechanism: str, credentials: object) -> StoredCredential:
+    """The credential an unknown ``user`` seems to have (see the module docstring): the
+    shape of ``credentials.stand_in_shape(mechanism)`` and a salt keyed by
+    ``credentials.stand_in_key()`` when the lookup offers them (the SCRAM credential
+    store does), else 4096 iterations, 24 bytes and a key of this process; random keys (no
+    password matches). Deterministic in ``user`` for one key and shape."""
+    shape = getattr(credentials, "stand_in_shape", None)
+    iterations, salt_bytes = shape(mechanism) if callable(shape) else (FAKE_ITERATIONS,
+                                                                      FAKE_SALT_BYTES)
+    key_of = getattr(credentials, "stand_in_key", None)
+    key = _FAKE_KEY
+    if callable(key_of):
+        try:
+            key = key_of()
+        except Exception:  # the store failed: still answer like a known user
+            log.warning("SCRAM: the cluster's stand-in key cannot be read from the security "
+                        "state store; unknown users' salts use this broker's own key")
+    salt = b""
+    block = 0
+    while len(salt) < salt_bytes:
+        salt += hmac.new(key, f"{block}\0{mechanism}\0{user}".encode(),
+                         hashlib.sha256).digest()
+        block += 1
     size = hashlib.new(HASHES[mechanism]).digest_size
-    return _StandIn(salt[:FAKE_SALT_BYTES], secrets.token_bytes(size),
-                     secrets.token_bytes(size), FAKE_ITERATIONS)
+    return _StandIn(salt[:salt_bytes], secrets.token_bytes(size), secrets.token_bytes(size),
+                    int(iterations))
 
 
 def _b64decode(text: str, what: str, user: str) -> bytes:
@@ -223,7 +252,7 @@ class ScramServer:
         found = self._credentials.lookup(user, self.mechanism)
         self._known = found is not None
         credential: StoredCredential = found if found is not None \
-            else _stand_in(user, self.mechanism)
+            else stand_in(user, self.mechanism, self._credentials)
         self._credential = credential
         self._client_first_bare = bare
         self._combined_nonce = client_nonce + self._nonce()
@@ -269,4 +298,5 @@ class ScramServer:
         return "v=" + base64.b64encode(server_signature).decode()
 
 
-__all__ = ["FAKE_ITERATIONS", "HASHES", "CredentialLookup", "ScramServer", "StoredCredential"]
+__all__ = ["FAKE_ITERATIONS", "FAKE_SALT_BYTES", "HASHES", "CredentialLookup", "ScramServer",
+           "StoredCredential", "stand_in"]
