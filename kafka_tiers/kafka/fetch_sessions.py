@@ -17,6 +17,12 @@ Kafka's rules (``FetchSession`` / ``FetchManager``), by the request's ``session_
   watermark, last stable offset or log start offset that changed since they were last
   answered.
 
+A session belongs to whoever opened it: the principal and the listener of the request that
+created it (:data:`Owner`). A request of another principal, or on another listener, naming
+its id finds no session (``FETCH_SESSION_ID_NOT_FOUND``, as for an unknown id) and cannot
+close it with epoch -1 or 0. Ids are drawn from :mod:`secrets` (not guessable from earlier
+ids), though knowing one gives nothing to another principal.
+
 The cache (a server component) holds at most ``max.incremental.fetch.session.cache.slots``
 sessions (Kafka's key and default, 1000). A new session takes a free slot, or the slot of the
 least recently used session idle for more than 120 s (Kafka's
@@ -25,7 +31,7 @@ least recently used session idle for more than 120 s (Kafka's
 
 from __future__ import annotations
 
-import random
+import secrets
 import threading
 import time
 import uuid
@@ -44,6 +50,8 @@ INVALID_FETCH_SESSION_EPOCH = 71
 
 #: a session partition: (topic id or None before v13, topic name or None, partition)
 Key = tuple[uuid.UUID | None, str | None, int]
+#: who a session belongs to: (the principal as ``TYPE:NAME``, the listener name)
+Owner = tuple[str, str]
 
 
 @dataclass
@@ -60,11 +68,12 @@ class SessionPartition:
 
 
 class FetchSession:
-    """One session: its id, the epoch the next request must carry, and its partitions in
-    the order they were added."""
+    """One session: its id, its owner, the epoch the next request must carry, and its
+    partitions in the order they were added."""
 
-    def __init__(self, session_id: int) -> None:
+    def __init__(self, session_id: int, owner: Owner) -> None:
         self.id = session_id
+        self.owner = owner
         self.epoch = 1
         self.partitions: OrderedDict[Key, SessionPartition] = OrderedDict()
         self.last_used = time.monotonic()
@@ -112,9 +121,9 @@ class FetchSessionCache:
         with self._lock:
             return len(self._sessions)
 
-    def create(self) -> FetchSession | None:
-        """A new empty session, or None when every slot is taken by a session used within
-        the last 120 s."""
+    def create(self, owner: Owner) -> FetchSession | None:
+        """A new empty session of ``owner`` with an id from :mod:`secrets`, or None when
+        every slot is taken by a session used within the last 120 s."""
         now = time.monotonic()
         with self._lock:
             if len(self._sessions) >= self.slots:
@@ -125,25 +134,30 @@ class FetchSessionCache:
                     return None
                 del self._sessions[oldest.id]
             while True:
-                sid = random.randint(1, 2**31 - 1)
+                sid = 1 + secrets.randbelow(2**31 - 1)  # 1 .. 2**31 - 1
                 if sid not in self._sessions:
                     break
-            session = FetchSession(sid)
+            session = FetchSession(sid, owner)
             self._sessions[sid] = session
             return session
 
-    def get(self, session_id: int) -> FetchSession | None:
-        """The session (marked used now), or None."""
+    def get(self, session_id: int, owner: Owner) -> FetchSession | None:
+        """``owner``'s session of that id (marked used now), or None: no such session, or
+        another owner's (left untouched)."""
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is not None:
-                session.last_used = time.monotonic()
-                self._sessions.move_to_end(session_id)
+            if session is None or session.owner != owner:
+                return None
+            session.last_used = time.monotonic()
+            self._sessions.move_to_end(session_id)
             return session
 
-    def remove(self, session_id: int) -> None:
+    def remove(self, session_id: int, owner: Owner) -> None:
+        """Close ``owner``'s session of that id; another owner's stays open (idempotent)."""
         with self._lock:
-            self._sessions.pop(session_id, None)
+            session = self._sessions.get(session_id)
+            if session is not None and session.owner == owner:
+                del self._sessions[session_id]
 
     def close(self) -> None:
         with self._lock:
@@ -159,5 +173,5 @@ def cache_of(server: Any) -> FetchSessionCache:
 
 
 __all__ = ["FETCH_SESSION_ID_NOT_FOUND", "INITIAL_EPOCH", "INVALID_FETCH_SESSION_EPOCH",
-           "SESSIONLESS_EPOCH", "FetchSession", "FetchSessionCache", "Key",
+           "SESSIONLESS_EPOCH", "FetchSession", "FetchSessionCache", "Key", "Owner",
            "SessionPartition", "cache_of", "next_epoch"]

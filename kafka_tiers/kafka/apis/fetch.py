@@ -251,17 +251,18 @@ def _session_of(ctx: RequestContext, request: Any, wants: list[_Want]
     if ctx.version < 7:
         return None, False
     cache = cache_of(ctx.server)
+    owner = (str(ctx.principal), ctx.listener)  # another's session id is unknown to this one
     if epoch in (SESSIONLESS_EPOCH, INITIAL_EPOCH):
         if sid != 0:
-            cache.remove(sid)
+            cache.remove(sid, owner)
         if epoch == SESSIONLESS_EPOCH:
             return None, False
-        session = cache.create()
+        session = cache.create(owner)
         if session is not None:
             session.update(((_key(ctx.version, w), w.offset, w.max_bytes,
                              w.current_leader_epoch) for w in wants), ())
         return session, False
-    found = cache.get(sid)
+    found = cache.get(sid, owner)
     if found is None:
         return FETCH_SESSION_ID_NOT_FOUND
     with found.lock:
@@ -278,7 +279,7 @@ def _session_of(ctx: RequestContext, request: Any, wants: list[_Want]
                                   "partitions of a fetch session")
         except LimitExceededError as exc:
             log.warning("kafka fetch from %s: session %d closed: %s", ctx.peer, sid, exc)
-            cache.remove(sid)
+            cache.remove(sid, owner)
             return INVALID_REQUEST
     return found, True
 
