@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -128,18 +129,67 @@ def test_the_openssl_commands_make_a_certificate_tls_accepts(tmp_path: Path) -> 
 
 
 # ------------------------------------------------------------------ the walkthrough, run
-
+#: a walkthrough block: its marker (``<!-- walkthrough -->``, ``<!-- walkthrough: save as
+#: NAME -->``, ``<!-- walkthrough: own terminal -->``), then the fenced block
+_STEP = re.compile(r"^<!-- walkthrough(?:: (.*?))? -->\n```(\w+)\n(.*?)^```", re.M | re.S)
+#: the passwords the walkthrough chooses (its client settings must say the same)
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
 
 
-def walkthrough(tmp_path: Path, port: int) -> str:
-    """The walkthrough's section of the page, its paths and port made this test's."""
+@dataclass(frozen=True)
+class Step:
+    """One block of the walkthrough: ``kind`` (sh, python, properties), ``how`` (the
+    marker's words: ``""``, ``save as NAME`` or ``own terminal``) and its text."""
+
+    kind: str
+    how: str
+    text: str
+
+
+def walkthrough_section(port: int | None = None) -> str:
+    """The walkthrough's section of the page; with ``port``, its port 9093 made this test's
+    (the only change: a test listens on a free port)."""
     text = PAGE.read_text()
     start = text.index("## Step by step: a broker with TLS, SCRAM and ACLs")
     end = text.find("\n## ", start + 3)
-    return (text[start:end if end >= 0 else None].replace("/etc/kafka-tiers/", f"{tmp_path}/")
-            .replace("/var/lib/kafka-tiers/data", str(tmp_path / "data"))
-            .replace("127.0.0.1:9093", f"127.0.0.1:{port}"))
+    section = text[start:end if end >= 0 else None]
+    return section if port is None else section.replace("127.0.0.1:9093", f"127.0.0.1:{port}")
+
+
+def walkthrough_steps(section: str) -> list[Step]:
+    """Every block of the walkthrough, in order; each one is marked (an unmarked block
+    would not be run, so it is refused)."""
+    steps = [Step(kind, how or "", body) for how, kind, body in _STEP.findall(section)]
+    assert len(steps) == len(_BLOCK.findall(section)), "a walkthrough block has no marker"
+    return steps
+
+
+def test_the_walkthrough_is_marked_relative_and_consistent() -> None:
+    """Every block is run by the test below; no path outside the reader's directory; the
+    password files are made before they are read; the client settings say the passwords the
+    password files hold."""
+    section = walkthrough_section()
+    steps = walkthrough_steps(section)
+    assert [s.how for s in steps if s.how] == [
+        "save as server.properties", "own terminal", "save as admin.properties",
+        "save as alice.properties"]
+    assert steps[0] == Step("sh", "", "umask 077\n")
+    assert not re.search(r"(?<![\w.])/(etc|var|opt|home|root|usr)/", section), \
+        "the walkthrough names an absolute path: it runs in the reader's directory"
+    shell = "".join(s.text for s in steps if s.kind == "sh")
+    for user, password in PASSWORDS.items():
+        made = shell.index(f"'{password}' > {user}.password")
+        assert made < shell.index(f"--password-file {user}.password")
+    saved = [s for s in steps if s.how.startswith("save as ")]
+    for step in saved:
+        name = step.how.removeprefix("save as ")
+        props = properties(step.text)
+        if is_client_block(props):
+            assert props["sasl.password"] == PASSWORDS[props["sasl.username"]], name
+            assert f"chmod 600 {name}" in shell, f"{name} holds a password: chmod 600 it"
+    for step in steps:
+        if step.kind == "python":
+            assert 'ALICE_PASSWORD = Path("alice.password")' in step.text  # stands alone
 
 
 def bash(script: str, cwd: Path, env: dict[str, str], timeout: float = 120.0
@@ -152,9 +202,11 @@ def bash(script: str, cwd: Path, env: dict[str, str], timeout: float = 120.0
 
 @pytest.mark.slow
 def test_the_walkthrough_runs_as_written(tmp_path: Path, kcat: str) -> None:
-    """openssl, server.properties, the first user, the broker, the admin's users, topic and
-    ACLs, then confluent-kafka, kafka-python and kcat as alice: every block of the
-    walkthrough in order, only the paths and the port changed."""
+    """Every marked block of the walkthrough, in order, in an empty directory, as a
+    non-root user would: step 0 sets the shell every later ``sh`` block runs in (the
+    reader's one shell), a ``save as`` block is saved under its name, the ``own terminal``
+    block (the broker) runs in the background until the end, each ``python`` block runs
+    alone. Only the port changes (a free one, on loopback)."""
     import os
     import signal
     import sys
@@ -162,54 +214,52 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path, kcat: str) -> None:
     from tests.cluster.processes import watch_stdout
     from tests.servers.base import free_port
 
-    run_openssl_block(tmp_path)
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
     port = free_port()
-    text = walkthrough(tmp_path, port)
+    steps = walkthrough_steps(walkthrough_section(port))
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent),
                                                   str(Path(kcat).parent),
                                                   os.environ.get("PATH", "")])}
     env.pop("KAFKA_TIERS_BOOTSTRAP", None)
-    server = [b for b in blocks("properties", text) if "listeners=" in b]
-    assert len(server) == 1
-    (tmp_path / "server.properties").write_text(server[0])
-    for user, password in PASSWORDS.items():
-        secret = tmp_path / f"{user}.password"
-        secret.write_text(password + "\n")
-        secret.chmod(0o600)
-    for props in map(properties, blocks("properties", text)):
-        if is_client_block(props):
-            assert props["sasl.password"] == PASSWORDS[props["sasl.username"]]
-            (tmp_path / f"{props['sasl.username']}.properties").write_text(
-                "".join(f"{k}={v}\n" for k, v in props.items()))
-    shell = blocks("sh", text)
-    first_user = next(b for b in shell if "--user admin" in b)
-    setup, start_line = first_user.split("kafka-tiers broker start", 1)
-    assert start_line.strip() == "--config server.properties"
-    bash(setup, tmp_path, env)
+    shell_state = steps[0].text  # umask 077
+    broker: subprocess.Popen[bytes] | None = None
     log = tmp_path / "broker.log"
-    with open(log, "wb") as err:
-        broker = subprocess.Popen(["kafka-tiers", "broker", "start", "--config",
-                                   "server.properties", "--log-level", "INFO"], cwd=tmp_path,
-                                  env=env, stdout=subprocess.PIPE, stderr=err,
-                                  start_new_session=True)
+    outputs: list[str] = []
     try:
-        ready = watch_stdout(broker, "ready on")
-        assert ready.wait(60), log.read_text()[-3000:]
-        admin = next(b for b in shell if "--command-config admin.properties" in b)
-        listed = bash(admin, tmp_path, env).stdout
-        assert "User:alice" in listed and "orders-readers" in listed
-        code = "\n".join(blocks("python", text))
-        clients = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, timeout=120, check=False)
-        assert clients.returncode == 0, (clients.stderr[-3000:], log.read_text()[-3000:])
-        assert "b'order " in clients.stdout, clients.stdout
-        kcat_block = next(b for b in shell if b.lstrip().startswith("echo"))
-        read = bash(kcat_block, tmp_path, env).stdout.split()
+        for step in steps[1:]:
+            if step.how.startswith("save as "):
+                (tmp_path / step.how.removeprefix("save as ")).write_text(step.text)
+            elif step.how == "own terminal":
+                with open(log, "wb") as err:
+                    broker = subprocess.Popen(
+                        ["bash", "-euo", "pipefail", "-c",
+                         f"{shell_state}exec {step.text.strip()}"],
+                        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=err,
+                        start_new_session=True)
+                ready = watch_stdout(broker, "ready on")
+                assert ready.wait(60), log.read_text()[-3000:]
+            elif step.kind == "sh":
+                outputs.append(bash(shell_state + step.text, tmp_path, env).stdout)
+            else:
+                assert step.kind == "python", step
+                run = subprocess.run([sys.executable, "-c", step.text], cwd=tmp_path, env=env,
+                                     capture_output=True, text=True, timeout=120, check=False)
+                assert run.returncode == 0, (run.stderr[-3000:], log.read_text()[-3000:])
+                assert "b'order " in run.stdout, run.stdout
+                outputs.append(run.stdout)
+        listed = next(o for o in outputs if "User:alice" in o)
+        assert "orders-readers" in listed
+        read = outputs[-1].split()  # kcat's consumer: the three clients' records
         assert {"order", "1", "2", "3"} <= set(read), read
+        for name in ("ca.key", "broker.key", "broker-keystore.pem", "admin.password",
+                     "alice.password", "admin.properties", "alice.properties"):
+            assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
     finally:
-        os.killpg(broker.pid, signal.SIGINT)
-        try:
-            broker.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(broker.pid, signal.SIGKILL)
-            broker.wait(10)
+        if broker is not None:
+            os.killpg(broker.pid, signal.SIGINT)
+            try:
+                broker.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(broker.pid, signal.SIGKILL)
+                broker.wait(10)
