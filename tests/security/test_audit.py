@@ -9,6 +9,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,27 @@ def test_the_failed_login_line_escapes_and_truncates_the_user_name(
     assert "\n" not in lines[0] and "wrong" not in lines[0].split("reason=")[0]
     assert "principal=User:mallory\\x0afailed authentication: principal=User:admin" in lines[0]
     assert f"…({len(user) - 200} more)" in lines[0]
+
+
+def test_a_group_id_with_a_newline_stays_on_one_log_line(
+        make_kafka_broker: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Group and member ids are the client's text: the coordinator's log lines escape them
+    (a group id carrying a newline cannot forge a second line)."""
+    from tests.kafka.group_requests import RawMember, find_coordinator
+
+    broker = make_kafka_broker(**{"group.initial.rebalance.delay.ms": "0"})
+    broker.create_topic("t", 1)
+    evil = "g\nFAKE: group admin deleted"
+    caplog.set_level(logging.INFO, logger="kafka_tiers.kafka.groups.coordinator")
+    with RawConnection(broker.bootstrap_servers) as conn:
+        assert find_coordinator(conn, evil).error_code == 0
+    member = RawMember(broker.bootstrap_servers, evil)
+    try:
+        member.join_once()
+        assert member.join_once().error_code == 0
+    finally:
+        member.close()
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "kafka_tiers.kafka.groups.coordinator"]
+    assert any("g\\x0aFAKE" in line for line in lines), lines
+    assert not any("\n" in line for line in lines)

@@ -99,6 +99,7 @@ from kafka_tiers.kafka.groups.records import (
     encode_offset_value,
 )
 from kafka_tiers.kafka.groups.store import OffsetsPartition
+from kafka_tiers.kafka.security.audit import shown
 
 if TYPE_CHECKING:
     from kafka_tiers.broker.broker import Broker
@@ -813,8 +814,8 @@ class GroupCoordinator:
             g.initial_join = (delay, remaining)
             g.join_deadline = now + delay / 1000.0
         g.transition(GroupState.PREPARING_REBALANCE, self._now_ms())
-        log.info("group %s: preparing to rebalance (generation %d): %s", g.group_id,
-                 g.generation, reason)
+        log.info("group %s: preparing to rebalance (generation %d): %s", shown(g.group_id),
+                 g.generation, shown(reason))
         if not initial:
             g.initial_join = None
             if g.has_all_members_joined():
@@ -837,10 +838,10 @@ class GroupCoordinator:
             return
         g.init_next_generation(self._now_ms())
         if g.state is GroupState.EMPTY:
-            log.info("group %s: generation %d is empty", g.group_id, g.generation)
+            log.info("group %s: generation %d is empty", shown(g.group_id), g.generation)
             self._write_quietly(g, [self._group_record(g, {})])
             return
-        log.info("group %s: generation %d with %d members (protocol %s)", g.group_id,
+        log.info("group %s: generation %d with %d members (protocol %s)", shown(g.group_id),
                  g.generation, len(g.members), g.protocol_name)
         for m in g.members.values():
             m.complete_join(JoinResult(
@@ -857,7 +858,7 @@ class GroupCoordinator:
             part, p = self._owned(g.group_id)
             self._write(part, p, records)
         except GroupError as exc:
-            log.warning("group %s: writing its metadata failed: %s", g.group_id, exc)
+            log.warning("group %s: writing its metadata failed: %s", shown(g.group_id), exc)
 
     def _reset_and_propagate(self, g: Group, error: int) -> None:
         for m in g.members.values():
@@ -951,7 +952,7 @@ class GroupCoordinator:
                             m.assignment = assignment.get(mid, b"")
                         self._propagate(group, NONE)
                         group.transition(GroupState.STABLE, self._now_ms())
-                        log.info("group %s: generation %d is stable", group_id, gen)
+                        log.info("group %s: generation %d is stable", shown(group_id), gen)
         result = self._await(waiter, timeout)
         if result is None:
             return SyncResult(REBALANCE_IN_PROGRESS)
@@ -1041,7 +1042,7 @@ class GroupCoordinator:
     @staticmethod
     def _remove_current(g: Group, member_id: str) -> None:
         m = g.members[member_id]
-        log.info("group %s: member %s left", g.group_id, member_id)
+        log.info("group %s: member %s left", shown(g.group_id), shown(member_id))
         m.complete_join(JoinResult(UNKNOWN_MEMBER_ID, ""))
         g.remove(member_id)
 
@@ -1326,7 +1327,7 @@ class GroupCoordinator:
         g.offsets.clear()
         self._kill(g, COORDINATOR_NOT_AVAILABLE)
         self._forget(p, g)
-        log.info("group %s: deleted", g.group_id)
+        log.info("group %s: deleted", shown(g.group_id))
 
     # ------------------------------------------------------------------ retention
     def expire_offsets(self, now_ms: int | None = None) -> int:
@@ -1365,7 +1366,7 @@ class GroupCoordinator:
                                 self._kill(g, COORDINATOR_NOT_AVAILABLE)
                                 self._forget(p, g)
                     except GroupError as exc:
-                        log.warning("group %s: expiring offsets failed: %s", g.group_id, exc)
+                        log.warning("group %s: expiring offsets failed: %s", shown(g.group_id), exc)
         return expired
 
     def _expired(self, g: Group, now_ms: int) -> list[tuple[str, int]]:
@@ -1438,7 +1439,7 @@ class GroupCoordinator:
             return
         for mid, deadline in list(g.pending_members.items()):
             if now >= deadline:
-                log.info("group %s: pending member %s expired", g.group_id, mid)
+                log.info("group %s: pending member %s expired", shown(g.group_id), shown(mid))
                 g.remove(mid)
                 if (g.state is GroupState.PREPARING_REBALANCE
                         and g.has_all_members_joined()):
@@ -1446,7 +1447,8 @@ class GroupCoordinator:
         for m in list(g.members.values()):
             if (m.member_id in g.members and now >= m.heartbeat_deadline
                     and not m.has_satisfied_heartbeat()):
-                log.info("group %s: member %s's session expired", g.group_id, m.member_id)
+                log.info("group %s: member %s's session expired", shown(g.group_id),
+                         shown(m.member_id))
                 self._remove_member_and_update(g, m)
         if (g.state is GroupState.PREPARING_REBALANCE and g.join_deadline is not None
                 and now >= g.join_deadline):
