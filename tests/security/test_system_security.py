@@ -357,7 +357,7 @@ def test_a_thousand_wrong_scram_attempts_do_not_stop_other_clients(
         before = len(acked)
         attack = subprocess.run([sys.executable, str(BENCH), "--attack-child", json.dumps({
             "bootstrap": sasl, "ca_file": str(certs.ca_cert), "user": "alice",
-            "attempts": 1000, "threads": 1})], capture_output=True, text=True, timeout=300,
+            "attempts": 1000, "threads": 10})], capture_output=True, text=True, timeout=300,
             cwd=ROOT)
         during = len(acked) - before
     finally:
