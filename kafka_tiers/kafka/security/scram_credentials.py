@@ -30,12 +30,17 @@ import hashlib
 import hmac
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_tiers.api.secret import Secret
-from kafka_tiers.kafka.security.state_store import SecurityStateStore, state_store_of
+from kafka_tiers.kafka.security.state_store import (
+    SecurityStateError,
+    SecurityStateStore,
+    state_store_of,
+)
 
 if TYPE_CHECKING:
     from kafka_tiers.kafka.server import KafkaServer
@@ -58,6 +63,9 @@ COMPONENT_KEY = "security.scram_credentials"
 STAND_IN_DOCUMENT = "scram-stand-in-key"
 #: the length of that key in bytes
 STAND_IN_KEY_BYTES = 32
+#: after the store failed to give that key, seconds before it is asked again (unknown users'
+#: logins never make a store request each)
+STAND_IN_RETRY_S = 60.0
 
 
 class ScramMechanism(enum.Enum):
@@ -271,6 +279,7 @@ class ScramCredentials:
         self._creds: dict[tuple[str, ScramMechanism], ScramCredential] = {}
         self._shapes: dict[ScramMechanism, tuple[int, int]] = {}
         self._stand_in_key: bytes | None = None
+        self._stand_in_failed = -STAND_IN_RETRY_S  # time.monotonic() of the last failure
         store.watch(DOCUMENT, self._apply)
 
     def _apply(self, doc: Any) -> None:
@@ -311,15 +320,20 @@ class ScramCredentials:
         :data:`STAND_IN_DOCUMENT` (the first broker to need it makes it; a compare-and-set
         keeps every broker on the same one), so every broker, a restarted one too, shows an
         unknown user the same salt and the salts cannot be computed without the store.
-        Cached after the first call.
+        Cached after the first call; after a failure the store is not asked again for
+        :data:`STAND_IN_RETRY_S`.
 
         Raises:
-            SecurityStateError: the store failed (the caller falls back to a key of its
-                own).
+            SecurityStateError: the store failed, now or less than :data:`STAND_IN_RETRY_S`
+                ago (the caller falls back to a key of its own).
         """
         key = self._stand_in_key
         if key is not None:
             return key
+        if time.monotonic() - self._stand_in_failed < STAND_IN_RETRY_S:
+            raise SecurityStateError("the SCRAM stand-in key could not be read from the "
+                                     "security state store lately; retried later",
+                                     STAND_IN_DOCUMENT, retriable=True)
         fresh = _b64(os.urandom(STAND_IN_KEY_BYTES))
 
         def make(doc: Any) -> Any:
@@ -327,7 +341,11 @@ class ScramCredentials:
                 return doc
             return {"key": fresh}
 
-        key = _stand_in_key_of(self.store.update(STAND_IN_DOCUMENT, make))
+        try:
+            key = _stand_in_key_of(self.store.update(STAND_IN_DOCUMENT, make))
+        except SecurityStateError:
+            self._stand_in_failed = time.monotonic()
+            raise
         assert key is not None
         self._stand_in_key = key
         return key

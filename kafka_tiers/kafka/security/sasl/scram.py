@@ -41,6 +41,7 @@ import hmac
 import logging
 import re
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -58,6 +59,7 @@ FAKE_SALT_BYTES = 24
 #: the longest client nonce accepted
 MAX_NONCE_CHARS = 256
 _FAKE_KEY = secrets.token_bytes(32)
+_warned = [-60.0]  # time.monotonic() of the last stand-in key warning
 log = logging.getLogger(__name__)
 _PRINTABLE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")  # RFC 5802 'printable': no ','
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -109,9 +111,12 @@ def stand_in(user: str, mechanism: str, credentials: object) -> StoredCredential
     if callable(key_of):
         try:
             key = key_of()
-        except Exception:  # the store failed: still answer like a known user
-            log.warning("SCRAM: the cluster's stand-in key cannot be read from the security "
-                        "state store; unknown users' salts use this broker's own key")
+        except Exception as exc:  # the store failed: still answer like a known user
+            if time.monotonic() - _warned[0] >= 60:  # one line a minute
+                _warned[0] = time.monotonic()
+                log.warning("SCRAM: the cluster's stand-in key cannot be read from the "
+                            "security state store (%s); unknown users' salts use this "
+                            "broker's own key until it can", type(exc).__name__)
     salt = b""
     block = 0
     while len(salt) < salt_bytes:
