@@ -18,7 +18,10 @@ tokens until the server's last token; only then is it authenticated (principal
   then sends v1 like kafka-python and aiokafka.
 - A failed SaslAuthenticate answers ``SASL_AUTHENTICATION_FAILED`` (58) with Kafka's message
   (one fixed text: an unknown user looks like a wrong password), then the connection is
-  closed. One INFO line on ``kafka_tiers.audit`` per failure (the user claimed and the
+  closed; the server sends that answer and closes only after
+  ``connection.failed.authentication.delay.ms`` (every failed exchange, SaslHandshake's
+  ``UNSUPPORTED_SASL_MECHANISM`` and v0's silent close too: :mod:`kafka_tiers.kafka.server`).
+  One INFO line on ``kafka_tiers.audit`` per failure (the user claimed and the
   mechanism, escaped and truncated by :func:`~kafka_tiers.kafka.security.audit.shown`, the
   client, the listener; never a password), at most one a second per client address, the
   rest counted into the next (a bounded table: :class:`~kafka_tiers.kafka.security.audit.
