@@ -60,6 +60,30 @@ class MechanismServer(Protocol):
         ...
 
 
+class MechanismServerBase:
+    """What every mechanism server holds in common: the claimed (then authenticated) user
+    name and whether the exchange completed. A subclass sets ``mechanism``, implements
+    :meth:`MechanismServer.evaluate`, records the claimed name in ``_user`` as soon as it
+    reads it and sets ``_complete`` only once the client proved it."""
+
+    mechanism: str
+
+    def __init__(self) -> None:
+        self._user = ""
+        self._complete = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether the exchange succeeded (no more tokens expected)."""
+        return self._complete
+
+    @property
+    def user(self) -> str:
+        """The authenticated user name (valid once :attr:`complete`); the claimed one
+        before."""
+        return self._user
+
+
 @dataclass
 class SaslExchange:
     """One connection's SASL exchange under way (``ConnectionSession.sasl``), from the

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Mapping
 
 from kafka_tiers.api.secret import Secret
-from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed
+from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed, MechanismServerBase
 
 MECHANISM = "PLAIN"
 #: what a client is told on any failure (Kafka's text)
@@ -24,7 +24,7 @@ FAILED = "Authentication failed: Invalid username or password"
 _STAND_IN = secrets.token_bytes(32)
 
 
-class PlainServer:
+class PlainServer(MechanismServerBase):
     """One PLAIN authentication (see the module docstring).
 
     Args:
@@ -34,18 +34,9 @@ class PlainServer:
     mechanism = MECHANISM
 
     def __init__(self, users: Mapping[str, Secret]) -> None:
+        super().__init__()
         self._users = users
-        self._user = ""
-        self._complete = False
         self._used = False
-
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def user(self) -> str:
-        return self._user
 
     def evaluate(self, token: bytes) -> bytes:
         """Check the client's one token; the answer is empty.

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed
+from kafka_tiers.kafka.security.sasl.exchange import AuthenticationFailed, MechanismServerBase
 
 #: mechanism name -> hashlib name
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -157,7 +157,7 @@ def _attributes(message: str) -> list[tuple[str, str]]:
     return out
 
 
-class ScramServer:
+class ScramServer(MechanismServerBase):
     """One SCRAM authentication (see the module docstring).
 
     Args:
@@ -170,27 +170,18 @@ class ScramServer:
                  nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:
         if mechanism not in HASHES:
             raise ValueError(f"{mechanism} is not a SCRAM mechanism ({sorted(HASHES)})")
+        super().__init__()
         self.mechanism = mechanism
         self._hash = HASHES[mechanism]
         self._credentials = credentials
         self._nonce = nonce
         self._step = 0
-        self._user = ""
         self._known = False
         self._gs2 = ""
         self._client_first_bare = ""
         self._server_first = ""
         self._combined_nonce = ""
         self._credential: StoredCredential | None = None
-        self._complete = False
-
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def user(self) -> str:
-        return self._user
 
     def evaluate(self, token: bytes) -> bytes:
         """The answer to the client's next message (server-first, then server-final).
