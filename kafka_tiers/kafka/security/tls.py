@@ -412,6 +412,22 @@ def _looks_like_java_store(data: bytes) -> str | None:
     return None
 
 
+def _read_pem_store(key: str, location: str, store: str, convert: str) -> bytes:
+    """The bytes of the PEM ``store`` file (``keystore`` or ``truststore``) that config key
+    ``key`` names; a Java store (JKS, PKCS12) is refused with ``convert``, how to make PEM
+    of it.
+
+    Raises:
+        ConfigError: the file cannot be read, or is a Java store.
+    """
+    data = _read_file(key, location)
+    java = _looks_like_java_store(data)
+    if java:
+        raise ConfigError(f"{key}: {location} is a {java} {store}, not PEM; {convert}",
+                          key=key, value=location)
+    return data
+
+
 @dataclass(frozen=True)
 class _KeyStore:
     key: Any  # a cryptography private key
@@ -427,12 +443,7 @@ def _load_keystore(s: TlsSettings) -> _KeyStore:
         if s.keystore_chain or s.keystore_key:
             raise ConfigError(f"{cert_key} and ssl.keystore.certificate.chain/ssl.keystore.key "
                               "are both given; give one", key=cert_key)
-        data = _read_file(cert_key, s.keystore_location)
-        java = _looks_like_java_store(data)
-        if java:
-            raise ConfigError(f"{cert_key}: {s.keystore_location} is a {java} keystore, not "
-                              f"PEM; {_CONVERT_KEYSTORE}", key=cert_key,
-                              value=s.keystore_location)
+        data = _read_pem_store(cert_key, s.keystore_location, "keystore", _CONVERT_KEYSTORE)
         blocks = _pem_blocks(data)
         cert_where = key_where = f"{cert_key} ({s.keystore_location})"
     elif s.keystore_chain or s.keystore_key:
@@ -496,12 +507,7 @@ def _load_truststore(s: TlsSettings) -> str | None:
         if s.truststore_certificates:
             raise ConfigError(f"{key} and ssl.truststore.certificates are both given; give "
                               "one", key=key)
-        data = _read_file(key, s.truststore_location)
-        java = _looks_like_java_store(data)
-        if java:
-            raise ConfigError(f"{key}: {s.truststore_location} is a {java} truststore, not "
-                              f"PEM; {_CONVERT_TRUSTSTORE}", key=key,
-                              value=s.truststore_location)
+        data = _read_pem_store(key, s.truststore_location, "truststore", _CONVERT_TRUSTSTORE)
         where = f"{key} ({s.truststore_location})"
     elif s.truststore_certificates:
         key = s.keys["ssl.truststore.certificates"]
