@@ -71,12 +71,24 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` crash-safely (temp file, fsync, rename, fsync dir)."""
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` crash-safely (temp file, fsync, rename, fsync dir).
+
+    ``mode``: the file's permission bits, set on the temporary file before anything is
+    written (also when a crash left one with other bits); None: a new temporary file is made
+    0644 less the umask, as before.
+
+    Raises:
+        OSError: the temporary file cannot be made or written (``ELOOP`` when it is a
+            symlink), or the rename fails; ``path`` is unchanged then.
+    """
     target = Path(path)
     tmp = target.with_name(target.name + TEMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                 0o644 if mode is None else mode)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

@@ -377,7 +377,7 @@ class FileStateStore(SecurityStateStore):
             return super()._update(name, fn)
 
     def _write(self, name: str, doc: Any, version: int) -> bool:
-        from kafka_tiers.log.checkpoints import TEMP_SUFFIX, fsync_dir
+        from kafka_tiers.log.checkpoints import fsync_dir, write_atomic
 
         path = self.file(name)
         if self.read(name)[1] != version:
@@ -391,18 +391,7 @@ class FileStateStore(SecurityStateStore):
             body = json.loads(wrap(name, doc))
             body["generation"] = version + 1 if version >= 0 else 0
             raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
-            tmp = path.with_name(path.name + TEMP_SUFFIX)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            try:
-                os.fchmod(fd, 0o600)  # a temporary file left by a crash keeps its old mode
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
+            write_atomic(path, raw, mode=0o600)  # also a temporary file a crash left
         except OSError as exc:
             raise SecurityStateError(f"cannot write {path}: {exc.strerror or exc}",
                                      name) from None
