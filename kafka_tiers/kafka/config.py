@@ -40,6 +40,12 @@ KAFKA_LISTENER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("max.connections.per.ip", Int(min=1, bits=32), None,
               "Kafka-protocol connections open at once from one client address; more are "
               "closed at once. Unset: max.connections (Kafka's default is unbounded)."),
+    ConfigKey("max.connection.creation.rate", Int(min=1, bits=32), 2147483647,
+              "New Kafka-protocol connections a listener accepts per second (KIP-612; "
+              "listener.name.<l>.max.connection.creation.rate per listener, the broker-wide "
+              "value applies to each listener alone). Beyond it the listener stops accepting "
+              "until the rate allows: new connections wait in the listen backlog, open ones "
+              "are served as usual. Kafka's default: unbounded (2147483647)."),
     ConfigKey("connections.max.idle.ms", Int(min=1), 600000,
               "A Kafka-protocol connection with no request under way and none started for "
               "this long is closed (a request being read is bounded by request.timeout.ms)."),

@@ -16,6 +16,13 @@ Bounds, each checked before it costs anything:
 
 - ``max.connections`` and ``max.connections.per.ip``: a connection beyond either is closed at
   once (one WARN a minute).
+- ``max.connection.creation.rate`` (KIP-612, per listener: ``listener.name.<l>.`` overrides):
+  a listener that accepted its rate's worth of connections stops accepting until the rate
+  allows (:class:`_CreationRate`, a bucket of one second's worth); new connections wait in
+  the listen backlog, open ones are served as usual.
+- TLS handshakes never starve established connections: each select round reads the
+  established connections first, then accepts, then runs at most
+  :data:`HANDSHAKE_STEPS_PER_ROUND` handshake steps (the rest stay ready for the next round).
 - ``socket.request.max.bytes``: a frame whose length prefix is negative or larger closes that
   connection only, with one WARN line.
 - ``queued.max.request.bytes``: a frame's announced size is reserved from one pool when its
@@ -90,6 +97,7 @@ from kafka_tiers.kafka.context import (
 from kafka_tiers.kafka.listeners_config import ListenerSpec, advertised, listener_specs
 from kafka_tiers.kafka.registry import Api, apis
 from kafka_tiers.kafka.security import gate
+from kafka_tiers.kafka.security.config import listener_value
 from kafka_tiers.kafka.security.sasl.mechanisms import SaslSettings
 from kafka_tiers.kafka.security.session import TLS_PROTOCOLS, ConnectionSession
 from kafka_tiers.kafka.security.tls import ListenerTls, NoMatchingRule
@@ -110,6 +118,9 @@ _SEND_DIRECT = 64 * 1024
 TLS_SEND_CHUNK = 256 * 1024
 #: TLS reads in a row for one readiness event (each at most one TLS record, 16 KiB)
 TLS_READS_PER_EVENT = 64
+#: TLS handshake steps (each may sign: a millisecond of CPU) run per select round, after the
+#: established connections' reads, so handshakes never delay a request more than one step
+HANDSHAKE_STEPS_PER_ROUND = 1
 #: descriptors kept for everything but Kafka connections when max.connections is derived
 FD_RESERVE = 256
 #: frames up to this size may use the eighth of queued.max.request.bytes kept for them
@@ -124,6 +135,8 @@ PREAUTH_TIMEOUT_S = 10.0
 PREAUTH_SHARE = 16
 #: queued.max.request.bytes' default, the pre-authentication budget's base when it is unbounded
 _DEFAULT_QUEUED_BYTES = 100 * 1024 * 1024
+#: max.connection.creation.rate's default (Kafka's Int.MaxValue): unbounded
+MAX_CREATION_RATE = 2147483647
 
 
 def default_max_connections(log_open_files_max: int) -> int:
@@ -153,6 +166,27 @@ def _failed_authentication_delay(config: Any) -> int:
     return delay
 
 
+def creation_rate(config: Any, listener: str) -> int | None:
+    """``max.connection.creation.rate`` of ``listener`` (its ``listener.name.<l>.`` override,
+    else the broker-wide value), None when unbounded (Kafka's default, 2147483647).
+
+    Raises:
+        ConfigError: the value is not an integer of at least 1.
+    """
+    key = "max.connection.creation.rate"
+    given = listener_value(config, listener, key, MAX_CREATION_RATE)
+    try:
+        rate = int(str(given).strip())
+    except ValueError:
+        rate = 0
+    if rate < 1:
+        raise ConfigError(f"listener.name.{listener.lower()}.{key} is {given!r}: connections "
+                          "per second must be an integer of at least 1",
+                          key=f"listener.name.{listener.lower()}.{key}", value=str(given),
+                          expected="an integer from 1 to 2147483647")
+    return None if rate >= MAX_CREATION_RATE else rate
+
+
 def max_request_elements(config: Any) -> int:
     """The most array elements one request may declare in all: the largest request the
     per-API bounds admit (a CreateTopics of ``max.request.partitions`` partitions, each
@@ -162,14 +196,37 @@ def max_request_elements(config: Any) -> int:
             * (int(config["max.replication.factor"]) + 2))
 
 
+class _CreationRate:
+    """``max.connection.creation.rate`` of one listener: a bucket of ``rate`` tokens (one
+    second's worth), refilled at ``rate`` a second; each accepted connection takes one."""
+
+    def __init__(self, rate: int, now: float) -> None:
+        self.rate = float(rate)
+        self.tokens = float(rate)
+        self.stamp = now
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 when one was there, else the seconds until one is (nothing
+        taken)."""
+        self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+
 class _Listener:
     def __init__(self, spec: ListenerSpec, sock: socket.socket,
-                 tls: ListenerTls | None = None) -> None:
+                 tls: ListenerTls | None = None, rate: int | None = None) -> None:
         self.spec = spec
         self.sock = sock
         self.tls = tls  # SSL and SASL_SSL listeners
         _host, port = sock.getsockname()[:2]
         self.bound = (spec.host or "", int(port))
+        #: max.connection.creation.rate (None: unbounded); accepting resumes at throttled
+        self.rate = _CreationRate(rate, time.monotonic()) if rate is not None else None
+        self.throttled = 0.0
 
 
 class _Conn:
@@ -439,6 +496,7 @@ class KafkaServer:
         self._warn_accept = _RateLimitedWarning()
         self._warn_handshake = _RateLimitedWarning()
         self._warn_preauth = _RateLimitedWarning()
+        self._warn_throttled = _RateLimitedWarning()
 
     # ------------------------------------------------------------------ lifecycle
     def bind(self) -> dict[str, tuple[str, int]]:
@@ -462,7 +520,8 @@ class KafkaServer:
                               f"{spec.host or '0.0.0.0'}:{spec.port}: {exc.strerror}") from None
             sock.listen(int(self.broker.config["socket.listen.backlog.size"]))
             sock.setblocking(False)
-            self._listeners.append(_Listener(spec, sock, self.tls.get(spec.name)))
+            self._listeners.append(_Listener(spec, sock, self.tls.get(spec.name),
+                                             creation_rate(self.broker.config, spec.name)))
         return self.advertised()
 
     def advertised(self) -> dict[str, tuple[str, int]]:
@@ -569,7 +628,14 @@ class KafkaServer:
             while not self._stopping.is_set():
                 due = min(next_sweep, self._farewells[0][0]) if self._farewells \
                     else next_sweep
+                for lst in self._listeners:
+                    if lst.throttled:
+                        due = min(due, lst.throttled)
                 timeout = max(0.0, due - time.monotonic())
+                # established connections first, then accepts, then a bounded number of
+                # TLS handshake steps: handshakes never keep a request waiting long
+                listeners: list[_Listener] = []
+                handshakes: list[_Conn] = []
                 for key, _mask in sel.select(timeout):
                     data = key.data
                     if data is None:
@@ -577,16 +643,20 @@ class KafkaServer:
                             while self._wake_r.recv(4096):
                                 pass
                     elif isinstance(data, _Listener):
-                        self._accept(data)
+                        listeners.append(data)
+                    elif data.handshaking:
+                        handshakes.append(data)
                     else:
-                        try:
-                            self._read(data)
-                        except Exception:  # one connection's bug never stops the others
-                            log.exception("kafka connection %s: reading failed; closed",
-                                          data.peer)
-                            self._close(data)
+                        self._read_safely(data)
                     if self._stopping.is_set():
                         return
+                for lst in listeners:
+                    self._accept(lst)
+                for c in handshakes[:HANDSHAKE_STEPS_PER_ROUND]:
+                    self._read_safely(c)  # the rest are still ready at the next select
+                if self._stopping.is_set():
+                    return
+                self._resume_throttled(time.monotonic())
                 self._take_returned()
                 self._admit_waiting()
                 now = time.monotonic()
@@ -597,8 +667,17 @@ class KafkaServer:
         except Exception:
             log.exception("kafka network thread failed; the listener stops serving")
 
+    def _read_safely(self, c: _Conn) -> None:
+        try:
+            self._read(c)
+        except Exception:  # one connection's bug never stops the others
+            log.exception("kafka connection %s: reading failed; closed", c.peer)
+            self._close(c)
+
     def _accept(self, lst: _Listener) -> None:
         for _ in range(64):  # then let the others run
+            if lst.rate is not None and self._throttle(lst):
+                return
             try:
                 sock, addr = lst.sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -637,6 +716,33 @@ class KafkaServer:
             self._per_ip[ip] += 1
             assert self._selector is not None
             self._selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _throttle(self, lst: _Listener) -> bool:
+        """Whether ``lst`` is over ``max.connection.creation.rate``: then it is not accepted
+        from (unregistered) until a token is there; else a token is taken."""
+        assert lst.rate is not None and self._selector is not None
+        now = time.monotonic()
+        wait = lst.rate.take(now)
+        if not wait:
+            return False
+        lst.throttled = now + wait
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(lst.sock)
+        self._warn_throttled("kafka listener %s: max.connection.creation.rate (%d/s) reached; "
+                             "new connections wait in the listen backlog", lst.spec.name,
+                             int(lst.rate.rate))
+        return True
+
+    def _resume_throttled(self, now: float) -> None:
+        """Accept again on listeners whose creation-rate wait is over (unless accepting is
+        paused for every listener: :meth:`_sweep` resumes them all)."""
+        assert self._selector is not None
+        for lst in self._listeners:
+            if lst.throttled and now >= lst.throttled:
+                lst.throttled = 0.0
+                if not self._accept_paused_until:
+                    with contextlib.suppress(KeyError, ValueError, OSError):
+                        self._selector.register(lst.sock, selectors.EVENT_READ, lst)
 
     def _pause_accepting(self) -> None:
         assert self._selector is not None
