@@ -22,7 +22,6 @@ in :mod:`tests.kafka.clients`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,29 +30,19 @@ import pytest
 
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
+from tests.kafka.fixtures import broker_factory, cluster_factory, kcat_or_skip, zookeeper_chroot
 from tests.kafka.processes import KafkaProcessCluster
-from tests.kafka.targets import FAST_GROUPS, LISTENER, KafkaTarget
+from tests.kafka.targets import KafkaTarget
 
 
 @pytest.fixture
 def make_kafka_broker(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
     """``make(background=True, **config)``: a started standalone broker (ids 1, 2, ... in
     ``tmp_path/broker-<n>``); ``config`` adds to or replaces ``broker.id``, ``log.dirs`` and
-    ``listeners``. Shut down at the end of the test."""
-    made: list[Broker] = []
-
-    def make(background: bool = True, **config: str) -> Broker:
-        n = len(made) + 1
-        cfg = {"broker.id": str(n), "log.dirs": str(tmp_path / f"broker-{n}" / "data"),
-               "listeners": LISTENER, **FAST_GROUPS}
-        cfg.update({k: str(v) for k, v in config.items()})
-        broker = Broker(cfg, background=background)
-        made.append(broker)
-        return broker.start()
-
-    yield make
-    for b in reversed(made):
-        b.shutdown()
+    ``listeners``. Shut down at the end of the test (:func:`tests.kafka.fixtures.
+    broker_factory`)."""
+    with broker_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture
@@ -66,31 +55,10 @@ def kafka_broker(make_kafka_broker: Callable[..., Broker]) -> Broker:
 def make_kafka_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     """``make(brokers=3, overrides=None, name="kc", **kwargs)``: a started in-process
     LocalCluster (embedded store; ``kwargs`` are LocalCluster's) whose brokers open a Kafka
-    listener on a free port each. Closed at the end of the test."""
-    made: list[LocalCluster] = []
-
-    def make(brokers: int = 3, overrides: Mapping[str, str] | None = None, name: str = "kc",
-             **kwargs: Any) -> LocalCluster:
-        cfg = {"listeners": LISTENER, **FAST_GROUPS}
-        cfg.update(overrides or {})
-        cluster = LocalCluster(tmp_path / name, brokers, overrides=cfg, **kwargs)
-        made.append(cluster)
-        cluster.start()
-        _wait_listeners(cluster, brokers)
-        return cluster
-
-    yield make
-    for c in reversed(made):
-        c.close()
-
-
-def _wait_listeners(cluster: LocalCluster, brokers: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while len([a for a in cluster.bootstrap_servers.split(",") if a]) < brokers:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not every broker opened its Kafka listener within {timeout}s: "
-                               f"{cluster.bootstrap_servers!r}")
-        time.sleep(0.02)
+    listener on a free port each. Closed at the end of the test (:func:`tests.kafka.fixtures.
+    cluster_factory`)."""
+    with cluster_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture
@@ -108,13 +76,7 @@ def make_process_cluster(zookeeper_server: Any, tmp_path: Path
     made: list[KafkaProcessCluster] = []
 
     def make(n: int = 3, extra: Mapping[str, str] | None = None) -> KafkaProcessCluster:
-        chroot = f"/kt{time.monotonic_ns()}"
-        admin = zookeeper_server.client()
-        try:
-            admin.ensure_path(chroot)
-        finally:
-            admin.stop()
-            admin.close()
+        chroot = zookeeper_chroot(zookeeper_server)
         workdir = tmp_path / f"pc{len(made) + 1}"
         cluster = KafkaProcessCluster(workdir, zookeeper_server.connection_string + chroot, n,
                                       extra)
@@ -158,13 +120,5 @@ def system_target(request: pytest.FixtureRequest, make_kafka_broker: Callable[..
 
 @pytest.fixture(scope="session")
 def kcat() -> str:
-    """The ``kcat`` binary (Debian's package, installed on first use when root; see
-    :mod:`tests.servers.kcat`). Skips when it cannot be had, fails under CI."""
-    from tests.servers.base import ServerUnavailable
-    from tests.servers.fixtures import unavailable
-    from tests.servers.kcat import kcat_binary
-
-    try:
-        return kcat_binary()
-    except ServerUnavailable as exc:
-        unavailable(exc)
+    """The ``kcat`` binary (:func:`tests.kafka.fixtures.kcat_or_skip`)."""
+    return kcat_or_skip()

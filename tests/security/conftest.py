@@ -14,16 +14,14 @@ Everything started is stopped at the end of the test.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
-from tests.kafka.targets import FAST_GROUPS, LISTENER
+from tests.kafka.fixtures import broker_factory, cluster_factory, kcat_or_skip
 from tests.security.certs import TestCerts, write_test_certs
 
 
@@ -36,59 +34,23 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
 @pytest.fixture
 def make_kafka_broker(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
     """``make(background=True, **config)``: a started standalone broker (ids 1, 2, ... in
-    ``tmp_path/broker-<n>``). Shut down at the end of the test."""
-    made: list[Broker] = []
-
-    def make(background: bool = True, **config: str) -> Broker:
-        n = len(made) + 1
-        cfg = {"broker.id": str(n), "log.dirs": str(tmp_path / f"broker-{n}" / "data"),
-               "listeners": LISTENER, **FAST_GROUPS}
-        cfg.update({k: str(v) for k, v in config.items()})
-        broker = Broker(cfg, background=background)
-        made.append(broker)
-        return broker.start()
-
-    yield make
-    for b in reversed(made):
-        b.shutdown()
+    ``tmp_path/broker-<n>``). Shut down at the end of the test (:func:`tests.kafka.fixtures.
+    broker_factory`, as tests/kafka's fixture)."""
+    with broker_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture
 def make_kafka_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     """``make(brokers=3, overrides=None, name="kc", **kwargs)``: a started in-process
     LocalCluster (embedded store) whose brokers open the Kafka listeners of ``overrides``
-    (``PLAINTEXT://127.0.0.1:0`` by default). Closed at the end of the test."""
-    made: list[LocalCluster] = []
-
-    def make(brokers: int = 3, overrides: Mapping[str, str] | None = None, name: str = "kc",
-             **kwargs: Any) -> LocalCluster:
-        cfg = {"listeners": LISTENER, **FAST_GROUPS}
-        cfg.update(overrides or {})
-        cluster = LocalCluster(tmp_path / name, brokers, overrides=cfg, **kwargs)
-        made.append(cluster)
-        cluster.start()
-        deadline = time.monotonic() + 10.0
-        while len([a for a in cluster.bootstrap_servers.split(",") if a]) < brokers:
-            if time.monotonic() > deadline:
-                raise TimeoutError("not every broker opened its Kafka listener within 10s: "
-                                   f"{cluster.bootstrap_servers!r}")
-            time.sleep(0.02)
-        return cluster
-
-    yield make
-    for c in reversed(made):
-        c.close()
+    (``PLAINTEXT://127.0.0.1:0`` by default). Closed at the end of the test
+    (:func:`tests.kafka.fixtures.cluster_factory`)."""
+    with cluster_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture(scope="session")
 def kcat() -> str:
-    """The ``kcat`` binary (see :mod:`tests.servers.kcat`). Skips when it cannot be had,
-    fails under CI."""
-    from tests.servers.base import ServerUnavailable
-    from tests.servers.fixtures import unavailable
-    from tests.servers.kcat import kcat_binary
-
-    try:
-        return kcat_binary()
-    except ServerUnavailable as exc:
-        unavailable(exc)
+    """The ``kcat`` binary (:func:`tests.kafka.fixtures.kcat_or_skip`)."""
+    return kcat_or_skip()
