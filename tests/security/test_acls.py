@@ -39,6 +39,7 @@ from kafka_tiers.kafka.security.acl_storage import StateStoreAclStorage
 from kafka_tiers.kafka.security.authorizer_loader import load_authorizer
 from kafka_tiers.kafka.security.state_store import FileStateStore, SecurityStateError
 from tests.kafka.admin_helpers import roundtrip, wait_for
+from tests.kafka.fixtures import zookeeper_chroot
 
 OP, PERM, RT, PT = AclOperation, AclPermissionType, ResourceType, PatternType
 ALLOW, DENY = PERM.ALLOW, PERM.DENY
@@ -982,18 +983,10 @@ def test_kafka_python_producer_is_refused_write_it_was_not_granted(
 def test_acls_in_zookeeper_reach_another_brokers_authorizer(zookeeper_server: Any) -> None:
     """Two brokers' authorizers over one ZooKeeper (two sessions): an ACL created through
     one decides on the other, through the store's watch."""
-    import time
-
     from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
     from kafka_tiers.kafka.security.state_store import MetadataStoreStateStore
 
-    chroot = f"/acls-{time.monotonic_ns()}"
-    admin = zookeeper_server.client()
-    try:
-        admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-        admin.close()
+    chroot = zookeeper_chroot(zookeeper_server, "/acls-")
     zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
     for zk in zks:
         zk.start()

@@ -7,7 +7,6 @@ import json
 import os
 import stat
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,15 +19,8 @@ from kafka_tiers.kafka.security.state_store import (
     SecurityStateError,
     state_store_of,
 )
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition"
-             ) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+from tests.kafka.admin_helpers import wait_for
+from tests.kafka.fixtures import zookeeper_chroot
 
 
 def add_key(key: str, value: Any) -> Callable[[Any], Any]:
@@ -153,13 +145,7 @@ def test_cluster_brokers_share_the_store_concurrent_updates_lose_nothing(
 def test_zookeeper_backend_concurrent_updates_and_watches(zookeeper_server: Any) -> None:
     from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
 
-    chroot = f"/scram-{time.monotonic_ns()}"
-    admin = zookeeper_server.client()
-    try:
-        admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-        admin.close()
+    chroot = zookeeper_chroot(zookeeper_server, "/scram-")
     zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
     for zk in zks:
         zk.start()

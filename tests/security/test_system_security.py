@@ -31,6 +31,7 @@ import pytest
 
 from kafka_tiers.broker.broker import Broker
 from tests.kafka.clients import confluent_consumer_conf, confluent_producer_conf
+from tests.kafka.fixtures import zookeeper_chroot
 from tests.kafka.processes import KafkaBrokerProcess, wait_until
 from tests.security.certs import TestCerts
 from tests.servers.base import free_port
@@ -126,13 +127,7 @@ def add_scram_user(props: Path, user: str, password: str) -> None:
 def secure_cluster(zookeeper_server: Any, s3_server: Any, certs: TestCerts, tmp_path: Path
                    ) -> Iterator[tuple[SecureCluster, dict[str, str]]]:
     """The started cluster and its S3 plugin settings (``rsm.config.*``)."""
-    chroot = f"/kt-secure{time.monotonic_ns()}"
-    zk = zookeeper_server.client()
-    try:
-        zk.ensure_path(chroot)
-    finally:
-        zk.stop()
-        zk.close()
+    chroot = zookeeper_chroot(zookeeper_server, "/kt-secure")
     rsm = {"s3.bucket.name": s3_server.create_bucket(), "s3.endpoint.url": s3_server.url,
            "s3.region": "us-east-1", "s3.path.style.access.enabled": "true",
            "aws.access.key.id": "kt-test", "aws.secret.access.key": "kt-test-secret",
