@@ -7,12 +7,18 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafka_tiers.kafka.security.scram_credentials import (
+    ScramCredentials,
+    ScramMechanism,
+    derive,
+    salted_password,
+)
 from kafka_tiers.kafka.security.state_store import (
     FileStateStore,
     MetadataStoreStateStore,
@@ -243,58 +249,51 @@ def test_credential_repr_hides_key_material_and_bounds_are_kafkas() -> None:
         derive("pw", "SCRAM-SHA-1")
 
 
-def test_credentials_lookup_upsert_delete_describe_stored_without_password(
-        tmp_path: Path) -> None:
-    from kafka_tiers.kafka.security.scram_credentials import (
-        ScramCredentials,
-        ScramMechanism,
-        salted_password,
-    )
-
+@pytest.fixture
+def file_credentials(tmp_path: Path) -> Iterator[tuple[FileStateStore, ScramCredentials]]:
+    """A file store in ``tmp_path`` (no polling) and the SCRAM credentials over it."""
     with FileStateStore(tmp_path, poll_s=0) as store:
-        creds = ScramCredentials(store)
-        assert creds.lookup("alice", "SCRAM-SHA-512") is None
-        salted = salted_password("alice-secret", "SCRAM-SHA-512", b"salty", 8192)
-        cred = creds.upsert("alice", "SCRAM-SHA-512", 8192, b"salty", salted)
-        assert creds.lookup("alice", "SCRAM-SHA-512") == cred
-        assert creds.lookup("alice", "SCRAM-SHA-256") is None
-        assert creds.lookup("alice", "PLAIN") is None
-        creds.upsert("alice", "SCRAM-SHA-256", 4096, b"s2",
-                     salted_password("alice-secret", "SCRAM-SHA-256", b"s2", 4096))
-        assert creds.describe() == {"alice": [(ScramMechanism.SCRAM_SHA_256, 4096),
-                                              (ScramMechanism.SCRAM_SHA_512, 8192)]}
-        assert creds.describe(["bob"]) == {}
-        raw = (tmp_path / "kafka-tiers-security-scram-credentials.json").read_bytes()
-        assert b"alice-secret" not in raw and salted not in raw
-        # another broker's view (a second object over the same store) agrees
-        assert ScramCredentials(store).lookup("alice", "SCRAM-SHA-512") == cred
-        assert creds.delete("alice", "SCRAM-SHA-512") is True
-        assert creds.delete("alice", "SCRAM-SHA-512") is False
-        assert creds.lookup("alice", "SCRAM-SHA-512") is None
-        with pytest.raises(ValueError, match="empty"):
-            creds.upsert("", "SCRAM-SHA-512", 4096, b"s", salted)
+        yield store, ScramCredentials(store)
+
+
+def test_credentials_lookup_upsert_delete_describe_stored_without_password(
+        tmp_path: Path, file_credentials: tuple[FileStateStore, ScramCredentials]) -> None:
+    store, creds = file_credentials
+    assert creds.lookup("alice", "SCRAM-SHA-512") is None
+    salted = salted_password("alice-secret", "SCRAM-SHA-512", b"salty", 8192)
+    cred = creds.upsert("alice", "SCRAM-SHA-512", 8192, b"salty", salted)
+    assert creds.lookup("alice", "SCRAM-SHA-512") == cred
+    assert creds.lookup("alice", "SCRAM-SHA-256") is None
+    assert creds.lookup("alice", "PLAIN") is None
+    creds.upsert("alice", "SCRAM-SHA-256", 4096, b"s2",
+                 salted_password("alice-secret", "SCRAM-SHA-256", b"s2", 4096))
+    assert creds.describe() == {"alice": [(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          (ScramMechanism.SCRAM_SHA_512, 8192)]}
+    assert creds.describe(["bob"]) == {}
+    raw = (tmp_path / "kafka-tiers-security-scram-credentials.json").read_bytes()
+    assert b"alice-secret" not in raw and salted not in raw
+    # another broker's view (a second object over the same store) agrees
+    assert ScramCredentials(store).lookup("alice", "SCRAM-SHA-512") == cred
+    assert creds.delete("alice", "SCRAM-SHA-512") is True
+    assert creds.delete("alice", "SCRAM-SHA-512") is False
+    assert creds.lookup("alice", "SCRAM-SHA-512") is None
+    with pytest.raises(ValueError, match="empty"):
+        creds.upsert("", "SCRAM-SHA-512", 4096, b"s", salted)
 
 
 def test_a_late_notification_of_an_older_document_never_undoes_a_newer_one(
-        tmp_path: Path) -> None:
-    from kafka_tiers.kafka.security.scram_credentials import (
-        ScramCredentials,
-        ScramMechanism,
-        derive,
-    )
-
-    with FileStateStore(tmp_path, poll_s=0) as store:
-        creds = ScramCredentials(store)
-        before, _ = store.read("scram-credentials")  # None: no document yet
-        cred = derive("pw", "SCRAM-SHA-512", salt=b"s")
-        creds.alter({("alice", ScramMechanism.SCRAM_SHA_512): cred})
-        older, _ = store.read("scram-credentials")
-        creds.delete("alice", "SCRAM-SHA-512")
-        # the store's watch delivering the document of before the deletion, late
-        creds._apply(older)
-        assert creds.lookup("alice", "SCRAM-SHA-512") is None
-        creds._apply(before)  # the document deleted: everything goes
-        assert creds.describe() == {}
+        file_credentials: tuple[FileStateStore, ScramCredentials]) -> None:
+    store, creds = file_credentials
+    before, _ = store.read("scram-credentials")  # None: no document yet
+    cred = derive("pw", "SCRAM-SHA-512", salt=b"s")
+    creds.alter({("alice", ScramMechanism.SCRAM_SHA_512): cred})
+    older, _ = store.read("scram-credentials")
+    creds.delete("alice", "SCRAM-SHA-512")
+    # the store's watch delivering the document of before the deletion, late
+    creds._apply(older)
+    assert creds.lookup("alice", "SCRAM-SHA-512") is None
+    creds._apply(before)  # the document deleted: everything goes
+    assert creds.describe() == {}
 
 
 # ---------------------------------------------------------------------- the Kafka APIs
