@@ -26,10 +26,12 @@ class Ran:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
-def kt(*args: str, env: Mapping[str, str | None] | None = None) -> Ran:
-    """``kafka-tiers ARGS`` as the console script runs it; ``env`` overrides variables."""
+def kt(*args: str, env: Mapping[str, str | None] | None = None,
+       input: str | None = None) -> Ran:
+    """``kafka-tiers ARGS`` as the console script runs it; ``env`` overrides variables,
+    ``input`` is what stdin holds (empty by default)."""
     code: object = None
-    with CliRunner().isolation(env=env) as (out, err, _):
+    with CliRunner().isolation(input=input, env=env) as (out, err, _):
         try:
             main(list(args))
         except SystemExit as exc:

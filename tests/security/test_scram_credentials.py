@@ -25,6 +25,7 @@ from kafka_tiers.kafka.security.state_store import (
     SecurityStateError,
     state_store_of,
 )
+from tests.cli_run import kt
 from tests.kafka.admin_helpers import wait_for
 from tests.kafka.fixtures import zookeeper_chroot
 
@@ -451,23 +452,8 @@ def test_confluent_admin_on_a_cluster_serves_every_broker(
 
 def kt_stdin(text: str, *args: str) -> tuple[int, str]:
     """``kafka-tiers ARGS`` with ``text`` on stdin: exit status and stdout+stderr."""
-    import sys
-
-    from click.testing import CliRunner
-
-    from kafka_tiers.cli import main
-
-    code: object = None
-    with CliRunner().isolation(input=text) as (out, err, _):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-    assert isinstance(code, int)
-    return code, out.getvalue().decode() + err.getvalue().decode()
+    ran = kt(*args, input=text)
+    return ran.code, ran.out + ran.err
 
 
 def test_cli_round_trip_over_the_kafka_protocol(make_kafka_broker: Callable[..., Any],
