@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tests.servers.base import free_port
@@ -117,15 +117,18 @@ class BrokerProcess:
 
 
 @contextlib.contextmanager
-def cluster_start(directory: Path, *, racks: str = "/dc1/r1,/dc1/r2,/dc2/r1",
-                  status_interval: float = 5.0, timeout: float = 60.0) -> Iterator[list[str]]:
-    """``kafka-tiers cluster start --brokers 3`` in its own process on free ports, yielded once
-    it prints that it runs; the lines it printed so far (and later) are the yielded list. On
-    exit it is stopped with SIGINT (Ctrl-C) and must exit 0."""
+def cluster_start(directory: Path, *, racks: str | None = "/dc1/r1,/dc1/r2,/dc2/r1",
+                  status_interval: float = 5.0, timeout: float = 60.0, brokers: int = 3,
+                  extra_args: Sequence[str] = ()) -> Iterator[list[str]]:
+    """``kafka-tiers cluster start --brokers 3`` (``brokers``; ``--racks racks`` unless None,
+    then ``extra_args``) in its own process on free ports, yielded once it prints that it
+    runs; the lines it printed so far (and later) are the yielded list. On exit it is
+    stopped with SIGINT (Ctrl-C) and must exit 0."""
+    rack_args = ["--racks", racks] if racks is not None else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "3",
-         "--racks", racks, "--dir", str(directory), "--base-port", "0",
-         "--status-interval", str(status_interval)],
+        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", str(brokers),
+         *rack_args, "--dir", str(directory), "--base-port", "0",
+         "--status-interval", str(status_interval), *extra_args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         cwd=str(Path(__file__).resolve().parents[2]))
     lines: list[str] = []

@@ -534,11 +534,8 @@ def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
     # the real `cluster start` process: its brokers talk TLS, it writes the admin channel's
     # file, and a command given --dir reaches it with the brokers' identity
     import shutil
-    import signal
-    import subprocess
-    import sys
 
-    from tests.cluster.processes import watch_stdout
+    from tests.cluster.processes import cluster_start
 
     keystore = shutil.copy(certs.broker_keystore, tmp_path / "broker-keystore.pem")
     Path(keystore).chmod(0o600)
@@ -546,15 +543,7 @@ def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
     settings = {"security.inter.broker.protocol": "SSL", "ssl.keystore.location": keystore,
                 "ssl.truststore.location": certs.ca_cert, "super.users": BROKER}
     args = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_tiers", "cluster", "start", "--brokers", "2",
-         "--dir", str(d), "--status-interval", "30", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        cwd=str(Path(__file__).resolve().parents[2]))
-    lines: list[str] = []
-    running = watch_stdout(proc, "running; bootstrap", lines)
-    try:
-        assert running.wait(60), "".join(lines)
+    with cluster_start(d, racks=None, status_interval=30, brokers=2, extra_args=args):
         channel = d / CHANNEL_FILE
         assert channel.exists() and channel.stat().st_mode & 0o777 == 0o600
         code, out, err = cli(capsys, "topics", "create", "secured", "--partitions", "1",
@@ -571,14 +560,6 @@ def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
                            ApiKey.METADATA, {}, timeout=5)
         finally:
             plain.close()
-    finally:
-        os.kill(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, "".join(lines)
 
 
 def test_closing_a_tls_server_ends_a_handshake_in_progress(certs: TestCerts,
