@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from kafka_tiers.kafka.registry import apis
+from tests.docs_pages import checked_page_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "kafka-protocol.md"
@@ -45,12 +46,7 @@ def test_the_table_parser_sees_a_drift() -> None:
 
 
 def test_links_are_public_and_the_page_is_linked() -> None:
-    text = PAGE.read_text()
-    assert "../shared" not in text and "shared/" not in text
-    for target in re.findall(r"\]\(([^)]+)\)", text):
-        if target.startswith(("https://", "#")):
-            continue
-        assert (PAGE.parent / target.split("#")[0]).exists(), target
+    text = checked_page_text(PAGE)
     for kip in re.findall(r"https://cwiki\.apache\.org/confluence/display/KAFKA/(\S+?)\)",
                           text):
         assert kip.startswith("KIP-"), kip

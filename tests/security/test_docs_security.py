@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kafka_tiers.config import BrokerConfig, read_properties
+from tests.docs_pages import checked_page_text
 from tests.security.certs import TestCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,12 +47,7 @@ def is_client_block(props: dict[str, str]) -> bool:
 
 
 def test_links_are_public_and_the_kips_are_named() -> None:
-    text = PAGE.read_text()
-    assert "../shared" not in text and "shared/" not in text
-    for target in re.findall(r"\]\(([^)]+)\)", text):
-        if target.startswith(("https://", "#")):
-            continue
-        assert (PAGE.parent / target.split("#")[0]).exists(), target
+    text = checked_page_text(PAGE)
     kips = re.findall(r"https://cwiki\.apache\.org/confluence/display/KAFKA/(KIP-\d+)\S*?\)",
                       text)
     assert {"KIP-152", "KIP-368", "KIP-554", "KIP-290"} <= set(kips), kips
