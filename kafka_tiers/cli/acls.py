@@ -15,19 +15,7 @@ Two ways to reach the ACLs (as ``kafka-tiers scram``):
   the change through their watch.
 
 ``--command-config FILE`` gives the client's security settings in Kafka's client property
-names, so an admin reaches a SASL_SSL listener:
-
-- ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism``
-  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), ``sasl.jaas.config`` (a PlainLoginModule or
-  ScramLoginModule line with ``username`` and ``password``) or librdkafka's
-  ``sasl.username`` / ``sasl.password``;
-- ``ssl.truststore.location`` (PEM, ``ssl.truststore.type=PEM``) or librdkafka's
-  ``ssl.ca.location``; ``ssl.keystore.location`` (PEM: key and certificate) or
-  ``ssl.certificate.location`` with ``ssl.key.location``; ``ssl.key.password``;
-  ``ssl.endpoint.identification.algorithm`` (empty: no host name check).
-
-Any other key is refused (one line naming it and the keys understood). Values are never
-printed; an error names the key only.
+names, so an admin reaches a SASL_SSL listener (:mod:`kafka_tiers.cli.command_config`).
 
 Errors are one line (exit status 2): the broker's error name per refused entry
 (``SECURITY_DISABLED``: the broker has no authorizer; ``CLUSTER_AUTHORIZATION_FAILED``: the
@@ -44,74 +32,12 @@ from typing import Any
 import click
 
 from kafka_tiers.cli.output import FORMAT_OPTION, Seconds
+from kafka_tiers.cli.security_store_options import SecurityTarget, security_store_options
 
 #: the seconds a command waits for the cluster by default
 DEFAULT_TIMEOUT = 15.0
 
 _RESOURCES = ("topic", "group", "cluster", "transactional_id")
-
-#: Kafka client property -> kafka-python client argument
-_CLIENT_KEYS = {
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.truststore.location": "ssl_cafile",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.keystore.location": "ssl_certfile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-}
-#: properties understood without an argument of their own
-_OTHER_KEYS = ("sasl.jaas.config", "ssl.truststore.type", "ssl.keystore.type",
-               "ssl.endpoint.identification.algorithm", "client.id")
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-def client_settings(path: str | None) -> dict[str, Any]:
-    """The kafka-python client arguments of a ``--command-config`` file (see the module
-    docstring); ``{}`` without one.
-
-    Raises:
-        click.UsageError: an unknown key, a keystore or truststore type other than PEM, or
-            a ``sasl.jaas.config`` without username and password (the value never shown).
-    """
-    if not path:
-        return {}
-    from kafka_tiers.config import read_properties
-
-    props = read_properties(path)
-    out: dict[str, Any] = {}
-    for key, value in props.items():
-        value = value.strip()
-        if key in _CLIENT_KEYS:
-            out[_CLIENT_KEYS[key]] = value.upper() if key == "security.protocol" else value
-        elif key in ("ssl.truststore.type", "ssl.keystore.type"):
-            if value.upper() != "PEM":
-                raise click.UsageError(f"{path}: {key} must be PEM (Java keystores are not "
-                                       "read); convert the store to PEM files")
-        elif key == "sasl.jaas.config":
-            options = {k: bytes(v, "utf-8").decode("unicode_escape")
-                       for k, v in _JAAS_OPTION.findall(value)}
-            if "username" not in options or "password" not in options:
-                raise click.UsageError(f"{path}: sasl.jaas.config needs username=\"...\" "
-                                       "and password=\"...\"")
-            out["sasl_plain_username"] = options["username"]
-            out["sasl_plain_password"] = options["password"]
-        elif key == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = bool(value)
-        elif key == "client.id":
-            out["client_id"] = value
-        else:
-            known = ", ".join(sorted([*_CLIENT_KEYS, *_OTHER_KEYS]))
-            raise click.UsageError(f"{path}: unknown client property {key!r}; understood: "
-                                   f"{known}")
-    if "ssl_certfile" in out and "ssl_keyfile" not in out:
-        out["ssl_keyfile"] = out["ssl_certfile"]  # a PEM keystore: the key and the chain
-    return out
-
-
 
 @contextlib.contextmanager
 def _kafka_errors(what: str) -> Iterator[None]:
@@ -138,18 +64,17 @@ def _kafka_errors(what: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _admin(bootstrap: str, command_config: str | None, timeout: float) -> Iterator[Any]:
-    """kafka-python's admin client on ``bootstrap`` with the file's security settings; its
-    errors as one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
+def _admin(at: SecurityTarget) -> Iterator[Any]:
+    """kafka-python's admin client on ``at``'s listeners with its ``--command-config``
+    settings; its errors as one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
     from kafka.admin import KafkaAdminClient
 
-    from kafka_tiers.cli.cluster import parse_bootstrap
     from kafka_tiers.cli.kafka_admin import KafkaAdminError, reachable
 
-    settings = client_settings(command_config)
-    servers = parse_bootstrap(bootstrap, "--bootstrap-server")
-    reachable(servers, min(timeout, 5.0))
-    ms = int(timeout * 1000)
+    settings = at.client_settings()
+    servers = at.bootstrap_servers()
+    reachable(servers, min(at.timeout, 5.0))
+    ms = int(at.timeout * 1000)
     settings.setdefault("client_id", "kafka-tiers-acls")
     with _kafka_errors(f"connecting to {','.join(servers)}"):
         try:
@@ -157,7 +82,7 @@ def _admin(bootstrap: str, command_config: str | None, timeout: float) -> Iterat
                                      bootstrap_timeout_ms=ms, **settings)
         except TypeError as exc:  # kafka-python without one of the settings
             raise KafkaAdminError(f"the client does not take a setting of "
-                                  f"{command_config}: {exc}") from None
+                                  f"{at.command_config}: {exc}") from None
     try:
         yield admin
     finally:
@@ -289,32 +214,17 @@ class _Direct:
 def _target(bootstrap: str | None, command_config: str | None, directory: str | None,
             config_path: str | None, zookeeper_connect: str | None, timeout: float
             ) -> Iterator[_Kafka | _Direct]:
-    """Where the ACLs are: a cluster's Kafka listeners, or its security state directly."""
-    import os
-
-    given = [n for n, v in (("--bootstrap-server", bootstrap), ("--dir", directory),
-                            ("--config", config_path),
-                            ("--zookeeper-connect", zookeeper_connect)) if v]
-    if len(given) > 1:
-        raise click.UsageError(f"give one of {', '.join(given)}")
-    if given and given[0] != "--bootstrap-server":
-        if command_config:
-            raise click.UsageError(f"--command-config is for --bootstrap-server, not "
-                                   f"{given[0]} (written directly, without a client)")
+    """Where the ACLs are: a cluster's Kafka listeners, or its security state directly
+    (:class:`~kafka_tiers.cli.security_store_options.SecurityTarget`)."""
+    at = SecurityTarget(bootstrap, command_config, directory, config_path, zookeeper_connect,
+                        timeout)
+    if at.direct:
         from kafka_tiers.kafka.security.acl_storage import StateStoreAclStorage
-        from kafka_tiers.kafka.security.state_store import open_offline_store
 
-        config = None
-        if config_path:
-            from kafka_tiers.config import BrokerConfig
-
-            config = BrokerConfig.from_file(config_path)
-        with open_offline_store(directory, zookeeper_connect=zookeeper_connect,
-                                config=config) as store:
+        with at.open_store() as store:
             yield _Direct(StateStoreAclStorage(store))
         return
-    servers = bootstrap or os.environ.get("KAFKA_TIERS_BOOTSTRAP") or "127.0.0.1:9092"
-    with _admin(servers, command_config, timeout) as admin:
+    with _admin(at) as admin:
         yield _Kafka(admin)
 
 
@@ -369,22 +279,6 @@ def _plan(topic: Sequence[str], group: Sequence[str], cluster: bool,
 
 def _resource_options(fn: Any) -> Any:
     options = [
-        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
-                     help="The cluster's Kafka listeners (default: $KAFKA_TIERS_BOOTSTRAP, "
-                     "else 127.0.0.1:9092)."),
-        click.option("--command-config", type=click.Path(dir_okay=False),
-                     help="Client security settings for --bootstrap-server (Kafka's client "
-                     "property names: security.protocol, sasl.*, ssl.*)."),
-        click.option("--dir", "directory", type=click.Path(file_okay=False),
-                     help="Write directly (no broker): a stopped cluster's directory "
-                     "(kafka-tiers cluster start --dir) or a standalone broker's first log "
-                     "dir; files must be yours."),
-        click.option("--config", "config_path", type=click.Path(dir_okay=False),
-                     help="Write directly (no broker) to the security state of the broker of "
-                     "this server.properties (its ZooKeeper, its embedded store while it is "
-                     "stopped); files must be yours."),
-        click.option("--zookeeper-connect", metavar="HOST:PORT[/CHROOT]",
-                     help="Write directly through the cluster's ZooKeeper."),
         click.option("--topic", multiple=True, help="A topic (repeatable; '*': every topic)."),
         click.option("--group", multiple=True, help="A consumer group (repeatable)."),
         click.option("--cluster", is_flag=True, help="The cluster resource (kafka-cluster)."),
@@ -395,7 +289,7 @@ def _resource_options(fn: Any) -> Any:
     ]
     for opt in reversed(options):
         fn = opt(fn)
-    return fn
+    return security_store_options(fn)
 
 
 def _entry_options(fn: Any) -> Any:
@@ -657,4 +551,4 @@ def remove(bootstrap: str | None, command_config: str | None, directory: str | N
     _show(rows, fmt, "removed", "")
 
 
-__all__ = ["acls", "client_settings"]
+__all__ = ["acls"]

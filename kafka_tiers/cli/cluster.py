@@ -104,7 +104,7 @@ def open_client(where: Target, timeout: float = 15.0) -> Any:
 
         settings: dict[str, Any] = {}
         if command_config:
-            from kafka_tiers.cli.acls import client_settings
+            from kafka_tiers.cli.command_config import client_settings
 
             settings = client_settings(command_config)
         return KafkaAdmin(where.servers, timeout=timeout, settings=settings)

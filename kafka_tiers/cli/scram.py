@@ -7,7 +7,7 @@ Two ways to reach the credentials:
 - ``--bootstrap-server HOST:PORT`` (or ``$KAFKA_TIERS_BOOTSTRAP``): the Kafka protocol,
   AlterUserScramCredentials and DescribeUserScramCredentials (the broker checks ALTER /
   DESCRIBE on the cluster); ``--command-config FILE`` gives the client's security settings
-  (Kafka's client properties, read as ``kafka-tiers acls`` reads them). The password is
+  (Kafka's client properties, :mod:`kafka_tiers.cli.command_config`). The password is
   salted and iterated here; only the salted password travels.
 - ``--dir DIR``: the security state written directly, for the first admin user before anyone
   can log in: a stopped cluster's directory (``kafka-tiers cluster start --dir``), or a
@@ -23,7 +23,6 @@ line shows it.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -33,39 +32,16 @@ from typing import Any
 import click
 
 from kafka_tiers.cli.output import FORMAT_OPTION
+from kafka_tiers.cli.security_store_options import SecurityTarget, security_store_options
 
 MECHANISM_NAMES = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 #: the longest password file read (a password is a line, not a file)
 MAX_PASSWORD_BYTES = 4096
 
-_WHERE = [
-    click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]",
-                 help="Kafka listeners to ask (AlterUserScramCredentials / "
-                 "DescribeUserScramCredentials; default: $KAFKA_TIERS_BOOTSTRAP, else "
-                 "127.0.0.1:9092)."),
-    click.option("--command-config", type=click.Path(dir_okay=False),
-                 help="Kafka client properties for --bootstrap-server: security.protocol, "
-                 "ssl.truststore.location, sasl.mechanism, sasl.jaas.config (as kafka-configs "
-                 "--command-config)."),
-    click.option("--dir", "directory", type=click.Path(file_okay=False),
-                 help="Write directly (no broker): a stopped cluster's directory (kafka-tiers "
-                 "cluster start --dir) or a standalone broker's first log dir; files must "
-                 "be yours."),
-    click.option("--config", "config_path", type=click.Path(dir_okay=False),
-                 help="Write directly (no broker) to the metadata store of the broker of this "
-                 "server.properties (its ZooKeeper, or its embedded store while it is "
-                 "stopped)."),
-    click.option("--zookeeper-connect", metavar="HOST:PORT[/CHROOT]",
-                 help="Write directly through the cluster's ZooKeeper."),
-    click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0,
-                 show_default=True, help="Seconds to wait for the cluster."),
-]
-
-
 def _where_options(fn: Any) -> Any:
-    for opt in reversed(_WHERE):
-        fn = opt(fn)
-    return fn
+    fn = click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0,
+                      show_default=True, help="Seconds to wait for the cluster.")(fn)
+    return security_store_options(fn)
 
 
 _MECHANISM = click.Choice(MECHANISM_NAMES, case_sensitive=False)
@@ -118,48 +94,17 @@ def read_password(password_file: str | None, password_stdin: bool) -> Any:
     return Secret(text)
 
 
-class Where:
+class Where(SecurityTarget):
     """Where a command finds the credentials: the Kafka protocol (``bootstrap``), or directly
-    a directory, a broker's config file or a ZooKeeper."""
-
-    def __init__(self, bootstrap: str | None, command_config: str | None,
-                 directory: str | None, config_path: str | None,
-                 zookeeper_connect: str | None, timeout: float) -> None:
-        given = [n for n, v in (("--bootstrap-server", bootstrap), ("--dir", directory),
-                                ("--config", config_path),
-                                ("--zookeeper-connect", zookeeper_connect)) if v]
-        if len(given) > 1:
-            raise click.UsageError(f"give one of {', '.join(given)}")
-        if command_config and given and given[0] != "--bootstrap-server":
-            raise click.UsageError(f"--command-config is for --bootstrap-server, not {given[0]}")
-        self.bootstrap = bootstrap
-        self.command_config = command_config
-        self.directory = directory
-        self.config_path = config_path
-        self.zookeeper_connect = zookeeper_connect
-        self.timeout = timeout
-
-    @property
-    def direct(self) -> bool:
-        """True when the store is written without a broker."""
-        return bool(self.directory or self.config_path or self.zookeeper_connect)
+    a directory, a broker's config file or a ZooKeeper (:class:`SecurityTarget`)."""
 
     @contextmanager
     def credentials(self) -> Iterator[Any]:
         """The :class:`~kafka_tiers.kafka.security.scram_credentials.ScramCredentials` of
         the store (direct ways only)."""
         from kafka_tiers.kafka.security.scram_credentials import ScramCredentials
-        from kafka_tiers.kafka.security.state_store import open_offline_store
 
-        config = None
-        if self.config_path:
-            from kafka_tiers.config import BrokerConfig
-
-            config = BrokerConfig.from_file(self.config_path)
-        if not logging.getLogger().handlers:  # kazoo's retry lines are not ours to print
-            logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-        with open_offline_store(self.directory, zookeeper_connect=self.zookeeper_connect,
-                                config=config, timeout=self.timeout) as store:
+        with self.open_store() as store:
             yield ScramCredentials(store)
 
 
@@ -173,17 +118,10 @@ def _user(user: str | None, user_option: str | None) -> str:
 
 
 def _admin(at: Where) -> Any:
-    from kafka_tiers.cli.acls import client_settings
-    from kafka_tiers.cli.cluster import parse_bootstrap
     from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
-    if at.bootstrap:
-        servers = parse_bootstrap(at.bootstrap, "--bootstrap-server")
-    elif os.environ.get("KAFKA_TIERS_BOOTSTRAP"):
-        servers = parse_bootstrap(os.environ["KAFKA_TIERS_BOOTSTRAP"], "$KAFKA_TIERS_BOOTSTRAP")
-    else:
-        servers = ["127.0.0.1:9092"]
-    return KafkaAdmin(servers, timeout=at.timeout, settings=client_settings(at.command_config))
+    return KafkaAdmin(at.bootstrap_servers(), timeout=at.timeout,
+                      settings=at.client_settings())
 
 
 def _alter(at: Where, alteration: Any, user: str, what: str) -> None:

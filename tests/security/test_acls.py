@@ -786,7 +786,7 @@ def test_the_cli_errors_are_one_line(make_kafka_broker: Callable[..., Any],
 
 
 def test_command_config_maps_kafka_client_properties(tmp_path: Path) -> None:
-    from kafka_tiers.cli.acls import client_settings
+    from kafka_tiers.cli.command_config import client_settings
 
     config = tmp_path / "client.properties"
     config.write_text("security.protocol=sasl_ssl\nsasl.mechanism=SCRAM-SHA-512\n"
