@@ -551,6 +551,28 @@ def _memory_file(data: bytes) -> Iterator[str]:
             os.unlink(path)
 
 
+def _load_cert_chain(ctx: ssl.SSLContext, s: TlsSettings, store: _KeyStore) -> None:
+    """Give ``ctx`` the key and certificate chain of ``store`` (the keystore of ``s``),
+    through :func:`_memory_file`.
+
+    Raises:
+        ConfigError: OpenSSL refuses the certificate or the key (naming the keystore key).
+    """
+    pem = b"".join(
+        [store.key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())]
+        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
+    with _memory_file(pem) as path:
+        try:
+            ctx.load_cert_chain(path)
+        except ssl.SSLError as exc:
+            where = s.keys["ssl.keystore.location"] if s.keystore_location \
+                else s.keys["ssl.keystore.certificate.chain"]
+            raise ConfigError(f"{where}: OpenSSL refused the certificate or key "
+                              f"({exc.reason or exc})", key=where) from None
+
+
 def build_server_context(s: TlsSettings) -> ssl.SSLContext:
     """The server ``SSLContext`` of ``s``: its certificate and key, the trusted CAs, client
     authentication, protocol versions and ciphers.
@@ -582,19 +604,7 @@ def build_server_context(s: TlsSettings) -> ssl.SSLContext:
             raise ConfigError(f"{key} names only TLS 1.3 suites, which TLS 1.2 cannot use; "
                               "add TLS 1.2 suites or set ssl.enabled.protocols=TLSv1.3",
                               key=key)
-    pem = b"".join(
-        [store.key.private_bytes(serialization.Encoding.PEM,
-                                 serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())]
-        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
-    with _memory_file(pem) as path:
-        try:
-            ctx.load_cert_chain(path)
-        except ssl.SSLError as exc:
-            where = s.keys["ssl.keystore.location"] if s.keystore_location \
-                else s.keys["ssl.keystore.certificate.chain"]
-            raise ConfigError(f"{where}: OpenSSL refused the certificate or key "
-                              f"({exc.reason or exc})", key=where) from None
+    _load_cert_chain(ctx, s, store)
     if tls12 and s.enabled_protocols == ("TLSv1.2",) and not ctx.get_ciphers():
         raise ConfigError(f"{s.keys['ssl.cipher.suites']}: no cipher left to negotiate",
                           key=s.keys["ssl.cipher.suites"])
@@ -636,13 +646,7 @@ def build_client_context(s: TlsSettings, *, check_hostname: bool = True) -> ssl.
     tls12 = [c for c in s.cipher_suites if not c.startswith("TLS_")]
     if tls12:
         ctx.set_ciphers(":".join(tls12))
-    pem = b"".join(
-        [store.key.private_bytes(serialization.Encoding.PEM,
-                                 serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())]
-        + [c.public_bytes(serialization.Encoding.PEM) for c in store.chain])
-    with _memory_file(pem) as path:
-        ctx.load_cert_chain(path)
+    _load_cert_chain(ctx, s, store)
     trusted = _load_truststore(s)
     if trusted is not None:
         ctx.load_verify_locations(cadata=trusted)
