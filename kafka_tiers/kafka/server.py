@@ -118,6 +118,9 @@ _SEND_DIRECT = 64 * 1024
 TLS_SEND_CHUNK = 256 * 1024
 #: TLS reads in a row for one readiness event (each at most one TLS record, 16 KiB)
 TLS_READS_PER_EVENT = 64
+#: body bytes read from one authenticated connection per readiness event: reads go on while
+#: the socket (or OpenSSL) has bytes, up to this, so others get their turn
+READ_BYTES_PER_EVENT = 1024 * 1024
 #: TLS handshake steps (each may sign: a millisecond of CPU) run per select round, after the
 #: established connections' reads, so handshakes never delay a request more than one step
 HANDSHAKE_STEPS_PER_ROUND = 1
@@ -233,7 +236,7 @@ class _Conn:
     """One connection's state, owned by the network thread (a handler thread holds it only
     while its request is in flight, the connection muted)."""
 
-    __slots__ = ("body", "handshaking", "head", "ip", "last", "lst", "peer", "preauth",
+    __slots__ = ("body", "got", "handshaking", "head", "ip", "last", "lst", "peer", "preauth",
                  "reserved", "session", "size", "sock", "started", "tls")
 
     def __init__(self, sock: socket.socket, lst: _Listener, ip: str, peer: str,
@@ -244,7 +247,10 @@ class _Conn:
         self.peer = peer
         self.head = b""  # the length prefix read so far
         self.size = -1  # the frame's announced size, once its prefix is read
-        self.body = bytearray()  # grown as bytes arrive
+        #: the frame's body, grown as bytes arrive (before authentication each byte is taken
+        #: from the pre-authentication budget; after, read with recv_into, _recv_body)
+        self.body = bytearray()
+        self.got = 0  # body bytes read so far
         self.reserved: tuple[bool, int] | None = None  # queued.max.request.bytes held
         self.preauth = 0  # bytes of the pre-authentication budget held (_PreauthBudget)
         self.started = 0.0  # when the frame under way started (0: none)
@@ -772,6 +778,7 @@ class KafkaServer:
         self.preauth.give(c.preauth)
         c.preauth = 0
         c.body = bytearray()
+        c.got = 0
         with contextlib.suppress(OSError):
             c.sock.close()
 
@@ -787,12 +794,16 @@ class KafkaServer:
         sock = c.sock
         assert isinstance(sock, ssl.SSLSocket)
         for _ in range(TLS_READS_PER_EVENT):
-            before = (len(c.head), len(c.body), c.size)
+            before = (len(c.head), c.got, c.size)
             self._read_frame(c)
             if not self._is_registered(c):  # dispatched, closed or waiting for memory
                 return
-            if not sock.pending() and (len(c.head), len(c.body), c.size) == before:
-                return  # nothing more now: the selector tells when there is
+            if sock.pending():
+                continue  # OpenSSL holds decrypted bytes the selector cannot see
+            if (c.got and c.session.authenticated) or (len(c.head), c.got, c.size) == before:
+                # nothing more now (or this turn's READ_BYTES_PER_EVENT read): the selector
+                # tells when there is
+                return
 
     def _handshake(self, c: _Conn) -> None:
         """Go on with ``c``'s TLS handshake; once done, the session learns its client
@@ -873,22 +884,52 @@ class KafkaServer:
                     self._dispatch(c)
                     return
                 # the body usually came with its prefix: read it now, not a select later
-            want = min(READ_CHUNK, c.size - len(c.body))
-            got = c.sock.recv(want) if c.session.authenticated else self._recv_preauth(c, want)
-            if got is None:
-                return  # closed: the pre-authentication budget is spent
-            data = got
-            if not data:
-                self._close(c)
-                return
-            c.body += data
-            if len(c.body) >= c.size:
+            if c.session.authenticated:
+                if not self._recv_body(c):
+                    return  # closed
+            else:
+                data = self._recv_preauth(c, min(READ_CHUNK, c.size - c.got))
+                if data is None:
+                    return  # closed: the pre-authentication budget is spent
+                if not data:
+                    self._close(c)
+                    return
+                c.body += data
+                c.got += len(data)
+            if c.got >= c.size:
                 self._dispatch(c)
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as exc:
             log.debug("kafka connection %s: %s", c.peer, exc)
             self._close(c)
+
+    def _recv_body(self, c: _Conn) -> bool:
+        """An authenticated connection's frame body, read with ``recv_into`` straight into
+        its buffer while the socket (over TLS: OpenSSL, a record of at most 16 KiB a read)
+        has bytes, up to :data:`READ_BYTES_PER_EVENT` a turn. The buffer grows with the bytes
+        received (doubled when full, from :data:`READ_CHUNK`, never past the announced
+        size): an announced frame holds its reservation, not its memory. False: the peer
+        closed (the connection is closed). Nothing to read raises as ``recv`` does
+        (BlockingIOError, SSLWantReadError), what was read kept."""
+        sock, size = c.sock, c.size
+        budget = READ_BYTES_PER_EVENT
+        while c.got < size:
+            if c.got == len(c.body):
+                grown = bytearray(min(size, max(2 * c.got, READ_CHUNK)))
+                grown[:c.got] = c.body
+                c.body = grown
+            with memoryview(c.body) as view:
+                n = sock.recv_into(view[c.got:])
+            if not n:
+                self._close(c)
+                return False
+            c.got += n
+            budget -= n
+            if budget <= 0 and c.got < size and not (
+                    isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                break  # the rest at the next turn (OpenSSL's bytes first: unseen)
+        return True
 
     def _recv_preauth(self, c: _Conn, want: int) -> bytes | None:
         """At most ``want`` bytes of a frame before authentication, held in the
@@ -946,6 +987,7 @@ class KafkaServer:
             assert self._selector is not None
             self._selector.unregister(c.sock)
         frame, c.body = c.body, bytearray()
+        c.got = 0
         c.size = -1
         c.started = 0.0
         self._handlers.submit(lambda: self._serve(c, frame))
@@ -1018,12 +1060,14 @@ class KafkaServer:
                 self._close(c)
 
     def _is_registered(self, c: _Conn) -> bool:
+        """Whether ``c`` is in the selector. Looked up by descriptor (-1 once closed): a miss
+        by socket would format the socket's repr (two system calls) into the KeyError, at
+        every frame."""
         assert self._selector is not None
         try:
-            self._selector.get_key(c.sock)
+            return self._selector.get_key(c.sock.fileno()).data is c
         except (KeyError, ValueError):
             return False
-        return True
 
     # ------------------------------------------------------------------ handler threads
     def _serve(self, c: _Conn, frame: bytearray) -> None:
