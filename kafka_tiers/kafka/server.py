@@ -888,14 +888,14 @@ class KafkaServer:
                 if not self._recv_body(c):
                     return  # closed
             else:
-                data = self._recv_preauth(c, min(READ_CHUNK, c.size - c.got))
-                if data is None:
+                chunk = self._recv_preauth(c, min(READ_CHUNK, c.size - c.got))
+                if chunk is None:
                     return  # closed: the pre-authentication budget is spent
-                if not data:
+                if not chunk:
                     self._close(c)
                     return
-                c.body += data
-                c.got += len(data)
+                c.body += chunk
+                c.got += len(chunk)
             if c.got >= c.size:
                 self._dispatch(c)
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
