@@ -1085,3 +1085,29 @@ def test_a_sasl_users_grant_through_broker_1_lets_it_produce_through_broker_3(
                          for b in cluster.brokers.values()), 10, "every broker's authorizer")
     assert ck_produce(third, "alice", "orders") is None
     assert ck_produce(third, "alice", "payments") == "TOPIC_AUTHORIZATION_FAILED"
+
+
+class FailingAclAuthorizer(RecordingAuthorizer):
+    """A plugin that allows everything but fails at changing ACLs: create_acls raises,
+    delete_acls answers for one filter too many."""
+
+    def authorize(self, identity: RequestIdentity, actions: Sequence[Action]
+                  ) -> list[AuthorizationResult]:
+        return [AuthorizationResult.ALLOWED] * len(actions)
+
+    def delete_acls(self, identity: RequestIdentity, filters: Sequence[AclBindingFilter]
+                    ) -> list[list[AclBinding] | str]:
+        return [[] for _ in range(len(filters) + 1)]
+
+
+def test_a_plugin_that_fails_to_change_acls_answers_unknown_server_error_per_entry(
+        make_kafka_broker: Callable[..., Any]) -> None:
+    broker = make_kafka_broker(**{"authorizer.class.name": f"{__name__}:FailingAclAuthorizer"})
+    bs = broker.bootstrap_servers
+    created = roundtrip(bs, 30, 1, creations=[creation(1), creation(1, op=4)])
+    assert [r.error_code for r in created.results] == [-1, -1]
+    assert all("failed to create ACLs: RuntimeError" in r.error_message
+               for r in created.results)
+    deleted = roundtrip(bs, 31, 1, filters=[delete_filter(1)])
+    assert [r.error_code for r in deleted.filter_results] == [-1]
+    assert "2 results for 1 filters" in deleted.filter_results[0].error_message

@@ -30,7 +30,7 @@ INFO line on the logger ``kafka_tiers.audit`` (who, from where, the ACL).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from typing import Any, TypeVar
 
@@ -60,6 +60,7 @@ SECURITY_DISABLED = 54
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 E = TypeVar("E", bound=IntEnum)
+R = TypeVar("R")
 
 
 class _Invalid(ValueError):
@@ -142,6 +143,20 @@ def _plugin_failure(what: str, exc: BaseException) -> str:
     return f"the authorizer failed to {what}: {type(exc).__name__}: {str(exc)[:300]}"
 
 
+def _each_or_failure(what: str, unit: str, count: int, call: Callable[[], Sequence[R]]
+                     ) -> Sequence[R | str]:
+    """The authorizer's ``count`` per-item answers from ``call``; when it raises or answers
+    for another number of items (``unit``: what they are), the failure text (logged, the
+    exception's type only) for each item instead. Never raises."""
+    try:
+        answers = call()
+        if len(answers) != count:
+            raise ValueError(f"{len(answers)} results for {count} {unit}")
+    except Exception as exc:
+        return [_plugin_failure(what, exc)] * count
+    return answers
+
+
 @handles(30, 0, 3)
 def create_acls(ctx: RequestContext, request: Any) -> Any:
     """Store the ACLs of the request's creations (see the module docstring)."""
@@ -166,13 +181,9 @@ def create_acls(ctx: RequestContext, request: Any) -> Any:
             except _Invalid as exc:
                 results[i] = (kerr.INVALID_REQUEST, f"Failed to create ACL: {exc}")
         if valid:
-            try:
-                outcome: Sequence[str | None] = authorizer.create_acls(
-                    ctx.identity(), [b for _, b in valid])
-                if len(outcome) != len(valid):
-                    raise ValueError(f"{len(outcome)} results for {len(valid)} ACLs")
-            except Exception as exc:
-                outcome = [_plugin_failure("create ACLs", exc)] * len(valid)
+            outcome = _each_or_failure(
+                "create ACLs", "ACLs", len(valid),
+                lambda: authorizer.create_acls(ctx.identity(), [b for _, b in valid]))
             for (i, binding), reason in zip(valid, outcome, strict=True):
                 if reason is not None:
                     results[i] = (kerr.UNKNOWN_SERVER_ERROR, str(reason))
@@ -249,13 +260,9 @@ def delete_acls(ctx: RequestContext, request: Any) -> Any:
             except _Invalid as exc:
                 outcome[i] = (kerr.INVALID_REQUEST, f"DeleteAcls: {exc}", [])
         if valid:
-            try:
-                deleted: Sequence[list[AclBinding] | str] = authorizer.delete_acls(
-                    ctx.identity(), [f for _, f in valid])
-                if len(deleted) != len(valid):
-                    raise ValueError(f"{len(deleted)} results for {len(valid)} filters")
-            except Exception as exc:
-                deleted = [_plugin_failure("delete ACLs", exc)] * len(valid)
+            deleted = _each_or_failure(
+                "delete ACLs", "filters", len(valid),
+                lambda: authorizer.delete_acls(ctx.identity(), [f for _, f in valid]))
             for (i, _), got in zip(valid, deleted, strict=True):
                 outcome[i] = ((kerr.UNKNOWN_SERVER_ERROR, got, []) if isinstance(got, str)
                               else (0, None, list(got)))
