@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_tiers.api import ConfigError
-from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.cluster.transport import ApiError, ErrorCode
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.admin_routing import (
@@ -61,7 +61,11 @@ from kafka_tiers.kafka.errors import (
     KafkaApiError,
 )
 from kafka_tiers.kafka.registry import handles
-from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
+from kafka_tiers.kafka.security.api_rules import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_by_cluster_or_names,
+    allowed_names,
+)
 from kafka_tiers.kafka.topic_ids import ZERO_UUID, topic_id
 from kafka_tiers.log.names import validate_topic
 from kafka_tiers.placement.limits import LimitExceededError, as_count, check_request_entries
@@ -202,11 +206,8 @@ def create_topics(ctx: RequestContext, request: Any) -> Any:
         return _answer(ctx, [(t.name, INVALID_REQUEST, str(exc), None)
                              for t in _distinct(request.topics)])
     names = [t.name for t in request.topics]
-    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
-                     log_if_denied=False):
-        creatable = set(names)
-    else:
-        creatable = allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    creatable = allowed_by_cluster_or_names(ctx, AclOperation.CREATE, AclOperation.CREATE,
+                                            ResourceType.TOPIC, names)
     configs_shown = allowed_names(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
                                   names, log_if_denied=False)
     denied: list[tuple[str, int, str | None, Created | None]] = [

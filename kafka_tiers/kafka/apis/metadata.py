@@ -34,7 +34,7 @@ import logging
 import uuid
 from typing import Any
 
-from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka import errors as E
 from kafka_tiers.kafka.cluster_state import ClusterState, TopicView
 from kafka_tiers.kafka.codec import response_class
@@ -43,6 +43,7 @@ from kafka_tiers.kafka.internal_topics import INTERNAL_TOPICS, is_internal
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.security.api_rules import (
     TOPIC_AUTHORIZATION_FAILED,
+    allowed_by_cluster_or_names,
     allowed_names,
     authorized_operations,
     cluster_operations,
@@ -181,10 +182,8 @@ def metadata(ctx: RequestContext, request: Any) -> Any:
 def _creatable(ctx: RequestContext, names: list[str]) -> set[str]:
     """The ``names`` the principal may auto-create: all with CREATE on the cluster, else
     those with CREATE on the topic."""
-    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
-                     log_if_denied=False):
-        return set(names)
-    return allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    return allowed_by_cluster_or_names(ctx, AclOperation.CREATE, AclOperation.CREATE,
+                                       ResourceType.TOPIC, names)
 
 
 def _fields(cls: Any, brokers: list[Any], state: ClusterState, topics: list[Any],

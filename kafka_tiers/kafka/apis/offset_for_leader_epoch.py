@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
-from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_tiers.api.authorizer import AclOperation, ResourceType
 from kafka_tiers.kafka.context import RequestContext
 from kafka_tiers.kafka.errors import (
     FENCED_LEADER_EPOCH,
@@ -35,7 +35,10 @@ from kafka_tiers.kafka.errors import (
 )
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.request_partitions import topic_partition_or_error
-from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
+from kafka_tiers.kafka.security.api_rules import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_by_cluster_or_names,
+)
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
@@ -55,11 +58,8 @@ def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     except LimitExceededError:
         refused = True
     names = [t.topic for t in request.topics]
-    if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME,
-                     log_if_denied=False):
-        describable = set(names)
-    else:
-        describable = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    describable = allowed_by_cluster_or_names(ctx, AclOperation.CLUSTER_ACTION,
+                                              AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for t in request.topics:
         parts = []
         for p in t.partitions:

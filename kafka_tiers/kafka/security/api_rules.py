@@ -159,6 +159,19 @@ def allowed_names(ctx: RequestContext, operation: AclOperation, resource_type: R
     return {n for n, ok in zip(distinct, results, strict=True) if ok}
 
 
+def allowed_by_cluster_or_names(ctx: RequestContext, cluster_operation: AclOperation,
+                                operation: AclOperation, resource_type: ResourceType,
+                                names: Iterable[str]) -> set[str]:
+    """Every one of ``names`` when the principal may perform ``cluster_operation`` on the
+    cluster (that check is not audited when denied: the names may still be allowed), else
+    the :func:`allowed_names` for ``operation`` (denials audited). Kafka's rule for CREATE
+    (CreateTopics, Metadata's auto-creation) and CLUSTER_ACTION (OffsetForLeaderEpoch)."""
+    if ctx.authorize(cluster_operation, ResourceType.CLUSTER, CLUSTER_NAME,
+                     log_if_denied=False):
+        return set(names)
+    return allowed_names(ctx, operation, resource_type, names)
+
+
 def authorized_operations(ctx: RequestContext, resource_type: ResourceType,
                           name: str = CLUSTER_NAME) -> set[int]:
     """The operation codes of :data:`SUPPORTED_OPERATIONS` the principal may perform on the
