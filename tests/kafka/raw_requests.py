@@ -1,14 +1,36 @@
 """One Kafka request on a raw socket, encoded and decoded with kafka-python's message classes:
 exactly the version asked for (a real client picks its own), for the version-by-version tests
-of Metadata, Produce and ListOffsets."""
+of Metadata, Produce and ListOffsets; and connections held open with a first few bytes sent
+(:func:`held_connections`), for the limits tests.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from kafka_tiers.kafka.codec import REQUESTS, RESPONSES
+
+
+@contextlib.contextmanager
+def held_connections(addr: tuple[str, int], n: int, first: bytes = b""
+                     ) -> Iterator[list[socket.socket]]:
+    """``n`` raw connections to ``addr``, each having sent ``first`` (nothing by default);
+    all closed on exit."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            s = socket.create_connection(addr, timeout=5)
+            if first:
+                s.sendall(first)
+            socks.append(s)
+        yield socks
+    finally:
+        for s in socks:
+            s.close()
 
 
 class RawConnection:

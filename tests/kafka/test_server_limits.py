@@ -6,7 +6,6 @@ element counts are bounded by a pre-pass before it is decoded."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import resource
 import socket
@@ -15,7 +14,7 @@ import threading
 import time
 import tracemalloc
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.registry import apis
 from kafka_tiers.kafka.request_counts import MalformedBody, TooManyElements, count_elements
 from kafka_tiers.kafka.server import KafkaServer, max_request_elements
-from tests.kafka.raw_requests import RawConnection, request_class
+from tests.kafka.raw_requests import RawConnection, held_connections, request_class
 
 MiB = 1 << 20
 METADATA, FETCH, PRODUCE, API_VERSIONS = 3, 1, 0, 18
@@ -63,20 +62,6 @@ def _api_versions_ok(broker: Broker, timeout: float = 5.0) -> None:
         assert c.call(API_VERSIONS, 0).error_code == 0
 
 
-@contextlib.contextmanager
-def _held(addr: tuple[str, int], n: int, data: bytes) -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(n):
-            s = socket.create_connection(addr, timeout=5)
-            s.sendall(data)
-            socks.append(s)
-        yield socks
-    finally:
-        for s in socks:
-            s.close()
-
-
 # ---------------------------------------------------------------------- memory (defect 4)
 
 def test_announced_frames_allocate_nothing_until_their_bytes_arrive(
@@ -90,7 +75,7 @@ def test_announced_frames_allocate_nothing_until_their_bytes_arrive(
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        with _held(_address(broker), 8, struct.pack(">i", 64 * MiB) + b"\x00\x03"):
+        with held_connections(_address(broker), 8, struct.pack(">i", 64 * MiB) + b"\x00\x03"):
             _wait(lambda: server.queued_request_bytes() == 64 * MiB
                   and len(server._waiting) == 7)
             time.sleep(0.2)
@@ -221,7 +206,7 @@ def test_2000_half_open_connections_hold_no_thread_and_a_client_is_served(
     server = _server(broker)
     assert server.max_connections > 2000
     threads_before = threading.active_count()
-    with _held(_address(broker), 2000, b"\x00\x00"):
+    with held_connections(_address(broker), 2000, b"\x00\x00"):
         _wait(lambda: server.connection_count() >= 2000, timeout=10)
         assert threading.active_count() - threads_before < 20
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
@@ -235,7 +220,7 @@ def test_2000_half_open_connections_hold_no_thread_and_a_client_is_served(
 def test_max_connections_per_ip(make_kafka_broker: Callable[..., Broker]) -> None:
     broker = make_kafka_broker(**{"max.connections.per.ip": "3"})
     server = _server(broker)
-    with _held(_address(broker), 3, b"") as socks:
+    with held_connections(_address(broker), 3, b"") as socks:
         _wait(lambda: server.connection_count() == 3)
         with socket.create_connection(_address(broker), timeout=5) as extra:
             assert _closed(extra)

@@ -26,6 +26,7 @@ from kafka_tiers.kafka.security.sasl.scram import ScramServer
 from kafka_tiers.kafka.security.scram_credentials import ScramCredentials, ScramMechanism, derive
 from kafka_tiers.kafka.security.state_store import FileStateStore
 from tests.kafka.admin_helpers import wait_for
+from tests.kafka.raw_requests import held_connections
 from tests.security.certs import TestCerts
 from tests.security.test_sasl import MECHANISMS, PLAIN_JAAS, RawClient
 
@@ -48,18 +49,10 @@ def _bootstrap(broker: Broker) -> str:
 
 @contextmanager
 def _sockets(broker: Broker, n: int, first: bytes = b"") -> Iterator[list[socket.socket]]:
-    """``n`` raw connections to the broker, each having sent ``first``."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.create_connection(_address(broker), timeout=5)
-            if first:
-                s.sendall(first)
-            socks.append(s)
+    """``n`` raw connections to the broker's SASL_PLAINTEXT listener, each having sent
+    ``first``."""
+    with held_connections(_address(broker), n, first) as socks:
         yield socks
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _closed(sock: socket.socket, within: float) -> bool:
