@@ -8,6 +8,8 @@
 - ``make_kafka_cluster(brokers=3, overrides=None, name="kc", **kwargs)``: a started
   in-process LocalCluster whose brokers each open the listeners of ``overrides``.
 - ``kcat``: the ``kcat`` binary (skips when it cannot be had, fails under CI).
+- ``zookeeper_state_stores``: two security state stores over one new ZooKeeper chroot, each
+  with its own session (two brokers' views); needs the ``servers`` mark's ZooKeeper.
 
 Everything started is stopped at the end of the test.
 """
@@ -16,12 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
-from tests.kafka.fixtures import broker_factory, cluster_factory, kcat_or_skip
+from tests.kafka.fixtures import (
+    broker_factory,
+    cluster_factory,
+    kcat_or_skip,
+    zookeeper_chroot,
+)
 from tests.security.certs import TestCerts, write_test_certs
 
 
@@ -48,6 +56,28 @@ def make_kafka_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     (:func:`tests.kafka.fixtures.cluster_factory`)."""
     with cluster_factory(tmp_path) as make:
         yield make
+
+
+@pytest.fixture
+def zookeeper_state_stores(zookeeper_server: Any) -> Iterator[list[Any]]:
+    """Two :class:`~kafka_tiers.kafka.security.state_store.MetadataStoreStateStore` over
+    one new chroot of the session's ZooKeeper, each on its own ZooKeeper session; closed
+    (stores, then sessions) at the end of the test."""
+    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+    from kafka_tiers.kafka.security.state_store import MetadataStoreStateStore
+
+    chroot = zookeeper_chroot(zookeeper_server, "/security-")
+    zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
+    for zk in zks:
+        zk.start()
+    stores = [MetadataStoreStateStore(zk) for zk in zks]
+    try:
+        yield stores
+    finally:
+        for s in stores:
+            s.close()
+        for zk in zks:
+            zk.close()
 
 
 @pytest.fixture(scope="session")

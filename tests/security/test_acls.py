@@ -39,7 +39,6 @@ from kafka_tiers.kafka.security.acl_storage import StateStoreAclStorage
 from kafka_tiers.kafka.security.authorizer_loader import load_authorizer
 from kafka_tiers.kafka.security.state_store import FileStateStore, SecurityStateError
 from tests.kafka.admin_helpers import roundtrip, wait_for
-from tests.kafka.fixtures import zookeeper_chroot
 
 OP, PERM, RT, PT = AclOperation, AclPermissionType, ResourceType, PatternType
 ALLOW, DENY = PERM.ALLOW, PERM.DENY
@@ -980,38 +979,25 @@ def test_kafka_python_producer_is_refused_write_it_was_not_granted(
 
 
 @pytest.mark.servers
-def test_acls_in_zookeeper_reach_another_brokers_authorizer(zookeeper_server: Any) -> None:
+def test_acls_in_zookeeper_reach_another_brokers_authorizer(
+        zookeeper_state_stores: list[Any]) -> None:
     """Two brokers' authorizers over one ZooKeeper (two sessions): an ACL created through
     one decides on the other, through the store's watch."""
-    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
-    from kafka_tiers.kafka.security.state_store import MetadataStoreStateStore
-
-    chroot = zookeeper_chroot(zookeeper_server, "/acls-")
-    zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
-    for zk in zks:
-        zk.start()
-    stores = [MetadataStoreStateStore(zk) for zk in zks]
-    try:
-        authorizers = []
-        for store in stores:
-            a = AclAuthorizer()
-            a.configure({})
-            a.start(StateStoreAclStorage(store))
-            authorizers.append(a)
-        assert authorizers[0].create_acls(identity(), [
-            acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]) == [None]
-        assert allowed(authorizers[0], OP.WRITE, "orders-eu")  # at once where created
-        wait_for(lambda: allowed(authorizers[1], OP.WRITE, "orders-eu"), 10,
-                 "the other session's watch")
-        assert authorizers[1].delete_acls(identity(), [AclBindingFilter()]) == [[
-            acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]]
-        wait_for(lambda: not allowed(authorizers[0], OP.WRITE, "orders-eu"), 10,
-                 "the deletion to reach the first session")
-    finally:
-        for s in stores:
-            s.close()
-        for zk in zks:
-            zk.close()
+    authorizers = []
+    for store in zookeeper_state_stores:
+        a = AclAuthorizer()
+        a.configure({})
+        a.start(StateStoreAclStorage(store))
+        authorizers.append(a)
+    assert authorizers[0].create_acls(identity(), [
+        acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]) == [None]
+    assert allowed(authorizers[0], OP.WRITE, "orders-eu")  # at once where created
+    wait_for(lambda: allowed(authorizers[1], OP.WRITE, "orders-eu"), 10,
+             "the other session's watch")
+    assert authorizers[1].delete_acls(identity(), [AclBindingFilter()]) == [[
+        acl("User:alice", OP.WRITE, "orders-", ptype=PT.PREFIXED)]]
+    wait_for(lambda: not allowed(authorizers[0], OP.WRITE, "orders-eu"), 10,
+             "the deletion to reach the first session")
 
 
 def test_every_acl_change_is_audited(make_kafka_broker: Callable[..., Any],

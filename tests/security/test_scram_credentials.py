@@ -27,7 +27,6 @@ from kafka_tiers.kafka.security.state_store import (
 )
 from tests.cli_run import kt
 from tests.kafka.admin_helpers import wait_for
-from tests.kafka.fixtures import zookeeper_chroot
 
 
 def add_key(key: str, value: Any) -> Callable[[Any], Any]:
@@ -149,34 +148,23 @@ def test_cluster_brokers_share_the_store_concurrent_updates_lose_nothing(
 
 
 @pytest.mark.servers
-def test_zookeeper_backend_concurrent_updates_and_watches(zookeeper_server: Any) -> None:
-    from kafka_tiers.cluster.zookeeper_store import ZooKeeperStore
+def test_zookeeper_backend_concurrent_updates_and_watches(
+        zookeeper_state_stores: list[Any]) -> None:
+    stores = zookeeper_state_stores
+    seen: list[Any] = []
+    stores[1].watch("scram-credentials", seen.append)
+    assert seen[0] is None
 
-    chroot = zookeeper_chroot(zookeeper_server, "/scram-")
-    zks = [ZooKeeperStore(zookeeper_server.connection_string + chroot) for _ in range(2)]
-    for zk in zks:
-        zk.start()
-    stores = [MetadataStoreStateStore(zk) for zk in zks]
-    try:
-        seen: list[Any] = []
-        stores[1].watch("scram-credentials", seen.append)
-        assert seen[0] is None
-
-        def work(i: int) -> None:
-            for j in range(10):
-                stores[i].update("scram-credentials", add_key(f"{i}-{j}", j))
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert len(stores[0].read("scram-credentials")[0]) == 20
-        wait_for(lambda: seen[-1] is not None and len(seen[-1]) == 20, what="the ZK watch")
-    finally:
-        for s in stores:
-            s.close()
-        for zk in zks:
-            zk.close()
+    def work(i: int) -> None:
+        for j in range(10):
+            stores[i].update("scram-credentials", add_key(f"{i}-{j}", j))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stores[0].read("scram-credentials")[0]) == 20
+    wait_for(lambda: seen[-1] is not None and len(seen[-1]) == 20, what="the ZK watch")
 
 
 def test_metadata_backend_refuses_a_newer_format_version(
