@@ -29,6 +29,19 @@ from tests.cli_run import kt
 from tests.kafka.admin_helpers import wait_for
 
 
+def update_concurrently(stores: list[Any], name: str, each: int) -> None:
+    """Every store adds ``each`` keys of its own to document ``name``, all stores at once
+    (a thread each); returns when all are done."""
+    def work(i: int) -> None:
+        for j in range(each):
+            stores[i].update(name, add_key(f"{i}-{j}", j))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def add_key(key: str, value: Any) -> Callable[[Any], Any]:
     def fn(doc: Any) -> Any:
         doc = doc or {}
@@ -87,14 +100,7 @@ def test_file_store_concurrent_updates_lose_nothing(tmp_path: Path) -> None:
     # two stores on one directory: two processes (the broker and `scram add --dir`)
     stores = [FileStateStore(tmp_path, poll_s=0) for _ in range(2)]
     try:
-        def work(i: int) -> None:
-            for j in range(15):
-                stores[i].update("acls", add_key(f"{i}-{j}", j))
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        update_concurrently(stores, "acls", 15)
         assert len(stores[0].read("acls")[0]) == 30
     finally:
         for s in stores:
@@ -130,14 +136,7 @@ def test_cluster_brokers_share_the_store_concurrent_updates_lose_nothing(
     seen_on_b: list[Any] = []
     b.watch("acls", seen_on_b.append)
 
-    def work(store: Any, tag: str) -> None:
-        for j in range(20):
-            store.update("acls", add_key(f"{tag}-{j}", j))
-    threads = [threading.Thread(target=work, args=(s, t)) for s, t in ((a, "a"), (b, "b"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    update_concurrently([a, b], "acls", 20)
     doc, _ = a.read("acls")
     assert len(doc) == 40
     wait_for(lambda: seen_on_b and seen_on_b[-1] == doc, what="broker 2's watch")
@@ -154,15 +153,7 @@ def test_zookeeper_backend_concurrent_updates_and_watches(
     seen: list[Any] = []
     stores[1].watch("scram-credentials", seen.append)
     assert seen[0] is None
-
-    def work(i: int) -> None:
-        for j in range(10):
-            stores[i].update("scram-credentials", add_key(f"{i}-{j}", j))
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    update_concurrently(stores, "scram-credentials", 10)
     assert len(stores[0].read("scram-credentials")[0]) == 20
     wait_for(lambda: seen[-1] is not None and len(seen[-1]) == 20, what="the ZK watch")
 
