@@ -40,43 +40,19 @@ DEFAULT_TIMEOUT = 15.0
 _RESOURCES = ("topic", "group", "cluster", "transactional_id")
 
 @contextlib.contextmanager
-def _kafka_errors(what: str) -> Iterator[None]:
-    """kafka-python's errors as one-line
-    :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError` naming ``what`` and Kafka's error
-    name (``SECURITY_DISABLED``, ``CLUSTER_AUTHORIZATION_FAILED``)."""
-    import kafka.errors as kerr
-
-    from kafka_tiers.api.errors import KafkaTiersError
-    from kafka_tiers.cli.kafka_admin import KafkaAdminError
-
-    try:
-        yield
-    except KafkaTiersError:
-        raise
-    except kerr.KafkaError as exc:
-        name = getattr(exc, "message", None)
-        name = name if isinstance(name, str) and name.isupper() else ""
-        detail = " ".join(str(a) for a in exc.args if a).strip()
-        text = f"{name}: {detail}" if name and detail else name or detail
-        raise KafkaAdminError(f"{what}: {text or type(exc).__name__}", name) from None
-    except (OSError, ValueError) as exc:
-        raise KafkaAdminError(f"{what}: {exc}") from None
-
-
-@contextlib.contextmanager
 def _admin(at: SecurityTarget) -> Iterator[Any]:
     """kafka-python's admin client on ``at``'s listeners with its ``--command-config``
     settings; its errors as one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
     from kafka.admin import KafkaAdminClient
 
-    from kafka_tiers.cli.kafka_admin import KafkaAdminError, reachable
+    from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors, reachable
 
     settings = at.client_settings()
     servers = at.bootstrap_servers()
     reachable(servers, min(at.timeout, 5.0))
     ms = int(at.timeout * 1000)
     settings.setdefault("client_id", "kafka-tiers-acls")
-    with _kafka_errors(f"connecting to {','.join(servers)}"):
+    with _errors(f"connecting to {','.join(servers)}"):
         try:
             admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=ms,
                                      bootstrap_timeout_ms=ms, **settings)
@@ -151,7 +127,7 @@ class _Kafka:
     def create(self, bindings: Sequence[Any]) -> None:
         import kafka.admin as kp
 
-        from kafka_tiers.cli.kafka_admin import KafkaAdminError
+        from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors
 
         wanted = [kp.ACL(b.entry.principal, b.entry.host,
                          kp.ACLOperation(int(b.entry.operation)),
@@ -160,7 +136,7 @@ class _Kafka:
                                             b.pattern.name, kp.ACLResourcePatternType(
                                                 int(b.pattern.pattern_type))))
                   for b in bindings]
-        with _kafka_errors("CreateAcls"):
+        with _errors("CreateAcls"):
             result = self.admin.create_acls(wanted)
         if result["failed"]:
             names = sorted({str(getattr(e, "message", None) or getattr(e, "__name__", e))
@@ -169,17 +145,19 @@ class _Kafka:
                                   f"refused: {', '.join(names)}", names[0])
 
     def describe(self, filters: Sequence[Any]) -> list[Any]:
+        from kafka_tiers.cli.kafka_admin import _errors
+
         found: list[Any] = []
-        with _kafka_errors("DescribeAcls"):
+        with _errors("DescribeAcls"):
             for flt in filters:
                 listed, _ = self.admin.describe_acls(_to_kp_filter(flt))
                 found.extend(_from_kp(a) for a in listed)
         return found
 
     def delete(self, filters: Sequence[Any]) -> list[Any]:
-        from kafka_tiers.cli.kafka_admin import KafkaAdminError
+        from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors
 
-        with _kafka_errors("DeleteAcls"):
+        with _errors("DeleteAcls"):
             results = self.admin.delete_acls([_to_kp_filter(f) for f in filters])
         removed: list[Any] = []
         for _flt, matched, error in results:

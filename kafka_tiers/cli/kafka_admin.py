@@ -58,7 +58,7 @@ def _errors(what: str) -> Iterator[None]:
         raise
     except kerr.KafkaError as exc:
         name = _error_name(exc)
-        detail = " ".join(str(a) for a in exc.args).strip()
+        detail = " ".join(str(a) for a in exc.args if a).strip()
         text = f"{name}: {detail}" if name and detail else name or detail
         raise KafkaAdminError(f"{what}: {text or type(exc).__name__}", name) from None
     except (OSError, ValueError) as exc:
