@@ -37,6 +37,7 @@ from kafka_tiers.cluster.transport_security import (
 from kafka_tiers.config import BrokerConfig
 from kafka_tiers.kafka.security.acl_authorizer import parse_super_users
 from kafka_tiers.log.records import ProducerRecord, build_batch
+from tests.cli_run import kt
 from tests.security.certs import (
     BROKER_KEY_PASSWORD,
     TestCerts,
@@ -419,35 +420,30 @@ def cli_cluster(tmp_path: Path, certs: TestCerts) -> Iterator[tuple[LocalCluster
     c.close()
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from kafka_tiers.cli import main
-
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out, err
+def cli(*args: str) -> tuple[int, str, str]:
+    """``kafka-tiers ARGS`` (:func:`tests.cli_run.kt`): exit status, stdout, stderr."""
+    ran = kt(*args)
+    return ran.code, ran.out, ran.err
 
 
 def test_the_cli_reaches_a_secured_cluster_through_dir_as_the_brokers_user(
-        cli_cluster: tuple[LocalCluster, Path, Path],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        cli_cluster: tuple[LocalCluster, Path, Path]) -> None:
     _, d, _ = cli_cluster
     channel = d / CHANNEL_FILE
     assert channel.stat().st_mode & 0o777 == 0o600
     assert BROKER_KEY_PASSWORD in channel.read_text()  # what the brokers use, 0600
-    code, out, err = cli(capsys, "topics", "create", "orders", "--partitions", "1",
+    code, out, err = cli("topics", "create", "orders", "--partitions", "1",
                          "--replication-factor", "3", "--dir", str(d))
     assert code == 0, err
-    code, out, err = cli(capsys, "topics", "list", "--dir", str(d))
+    code, out, err = cli("topics", "list", "--dir", str(d))
     assert code == 0 and "orders" in out
 
 
 def test_the_cli_refuses_a_brokers_key_open_to_the_group(
-        cli_cluster: tuple[LocalCluster, Path, Path],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        cli_cluster: tuple[LocalCluster, Path, Path]) -> None:
     _, d, keystore = cli_cluster
     keystore.chmod(0o640)
-    code, out, err = cli(capsys, "topics", "list", "--dir", str(d))
+    code, out, err = cli("topics", "list", "--dir", str(d))
     assert code != 0 and out == ""
     assert f"{keystore}" in err and "mode 0640" in err and f"chmod 600 {keystore}" in err
     assert "--bootstrap-server" in err and "--command-config" in err
@@ -455,21 +451,19 @@ def test_the_cli_refuses_a_brokers_key_open_to_the_group(
 
 
 def test_the_cli_refuses_a_channel_file_with_secrets_open_to_others(
-        cli_cluster: tuple[LocalCluster, Path, Path],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        cli_cluster: tuple[LocalCluster, Path, Path]) -> None:
     _, d, _ = cli_cluster
     (d / CHANNEL_FILE).chmod(0o644)
-    code, _, err = cli(capsys, "cluster", "describe", "--dir", str(d))
+    code, _, err = cli("cluster", "describe", "--dir", str(d))
     assert code != 0 and "mode 0644" in err and CHANNEL_FILE in err
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
 def test_the_cli_refuses_a_brokers_key_of_another_user(
-        cli_cluster: tuple[LocalCluster, Path, Path],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        cli_cluster: tuple[LocalCluster, Path, Path]) -> None:
     _, d, keystore = cli_cluster
     os.chown(keystore, 4242, -1)
-    code, _, err = cli(capsys, "topics", "list", "--dir", str(d))
+    code, _, err = cli("topics", "list", "--dir", str(d))
     assert code != 0 and "belongs to uid 4242, not to you (uid 0)" in err
 
 
@@ -503,18 +497,17 @@ def test_inline_keys_are_written_to_the_channel_file_as_one_private_file(
 
 
 def test_other_users_go_through_the_kafka_listener_with_command_config(
-        make_kafka_broker: Callable[..., Any], certs: TestCerts, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        make_kafka_broker: Callable[..., Any], certs: TestCerts, tmp_path: Path) -> None:
     broker = make_kafka_broker(**{
         "listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(certs.broker_keystore),
         "ssl.truststore.location": str(certs.ca_cert)})
     props = tmp_path / "client.properties"
     props.write_text(f"security.protocol=SSL\nssl.truststore.location={certs.ca_cert}\n")
     boot = broker.bootstrap_servers
-    code, out, err = cli(capsys, "topics", "create", "tls-topic", "--partitions", "1",
+    code, out, err = cli("topics", "create", "tls-topic", "--partitions", "1",
                          "--bootstrap-server", boot, "--command-config", str(props))
     assert code == 0, err
-    code, out, err = cli(capsys, "topics", "list", "--bootstrap-server", boot,
+    code, out, err = cli("topics", "list", "--bootstrap-server", boot,
                          "--command-config", str(props))
     assert code == 0 and "tls-topic" in out
     from kafka_tiers.api.cluster import BrokerInfo, ClusterView
@@ -524,13 +517,13 @@ def test_other_users_go_through_the_kafka_listener_with_command_config(
     d.mkdir()
     write_cluster_file(d / "cluster.json", ClusterFile(ClusterView([BrokerInfo(1, None)]),
                                                        addresses={1: "127.0.0.1:1"}))
-    code, _, err = cli(capsys, "topics", "list", "--dir", str(d),
+    code, _, err = cli("topics", "list", "--dir", str(d),
                        "--command-config", str(props))
     assert code != 0 and "--command-config is for Kafka listeners" in err
 
 
 def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
-        tmp_path: Path, certs: TestCerts, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, certs: TestCerts) -> None:
     # the real `cluster start` process: its brokers talk TLS, it writes the admin channel's
     # file, and a command given --dir reaches it with the brokers' identity
     import shutil
@@ -546,10 +539,10 @@ def test_cluster_start_with_tls_between_brokers_serves_its_user_through_dir(
     with cluster_start(d, racks=None, status_interval=30, brokers=2, extra_args=args):
         channel = d / CHANNEL_FILE
         assert channel.exists() and channel.stat().st_mode & 0o777 == 0o600
-        code, out, err = cli(capsys, "topics", "create", "secured", "--partitions", "1",
+        code, out, err = cli("topics", "create", "secured", "--partitions", "1",
                              "--replication-factor", "2", "--dir", str(d))
         assert code == 0, err
-        code, out, err = cli(capsys, "topics", "list", "--dir", str(d))
+        code, out, err = cli("topics", "list", "--dir", str(d))
         assert code == 0 and "secured" in out
         plain = TcpClient()  # the brokers' internal ports refuse a plaintext peer
         try:
