@@ -46,6 +46,10 @@ Bounds, each checked before it costs anything:
   connection's wait for its next step are each bounded by
   ``min(request.timeout.ms, 10 s)`` (:data:`PREAUTH_TIMEOUT_S`), else the connection is
   closed; ``max.connections.per.ip`` applies as to any connection.
+- requests before authentication (ApiVersions, SaslHandshake, SaslAuthenticate of a
+  connection not yet authenticated) run on at most :data:`PREAUTH_HANDLER_THREADS` threads of
+  their own, never on the handler threads (as Kafka authenticates on its network threads):
+  password guessers queue behind each other, not in front of authenticated requests.
 - ``connection.failed.authentication.delay.ms`` (Kafka's key, default 100 ms): a failed SASL
   authentication's response is held, the connection muted (not read), and the network
   thread sends it and closes the connection only once the delay passed (no handler thread
@@ -136,6 +140,9 @@ PREAUTH_TIMEOUT_S = 10.0
 #: frames before authentication hold at most queued.max.request.bytes / PREAUTH_SHARE in all,
 #: a budget of their own beside the pool
 PREAUTH_SHARE = 16
+#: threads serving requests before authentication (a pool of their own: clients that have
+#: not authenticated never take, nor crowd with runnable threads, the handler threads)
+PREAUTH_HANDLER_THREADS = 2
 #: queued.max.request.bytes' default, the pre-authentication budget's base when it is unbounded
 _DEFAULT_QUEUED_BYTES = 100 * 1024 * 1024
 #: max.connection.creation.rate's default (Kafka's Int.MaxValue): unbounded
@@ -363,8 +370,9 @@ class _Handlers:
     """Handler threads made on demand up to ``limit``; jobs beyond wait in order. Threads
     idle for :data:`HANDLER_IDLE_S` end."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, name: str = "kafka-handler") -> None:
         self.limit = limit
+        self.name = name
         self._jobs: collections.deque[Callable[[], None]] = collections.deque()
         self._cond = threading.Condition()
         self._threads: set[threading.Thread] = set()
@@ -380,7 +388,7 @@ class _Handlers:
             elif len(self._threads) < self.limit:
                 self._made += 1
                 t = threading.Thread(target=self._run, daemon=True,
-                                     name=f"kafka-handler-{self._made}")
+                                     name=f"{self.name}-{self._made}")
                 self._threads.add(t)
                 t.start()
 
@@ -486,6 +494,11 @@ class KafkaServer:
         self._returned: collections.deque[tuple[_Conn, bool | _Farewell]] = \
             collections.deque()
         self._handlers = _Handlers(int(cfg["request.handler.threads.max"]))
+        #: requests of connections not yet authenticated (ApiVersions, SaslHandshake,
+        #: SaslAuthenticate): a few threads of their own, never the handler threads
+        self._preauth_handlers = _Handlers(
+            min(PREAUTH_HANDLER_THREADS, int(cfg["request.handler.threads.max"])),
+            "kafka-preauth-handler")
         self._lock = threading.Lock()
         self._components: dict[str, Any] = {}
         #: the authorizer (``authorizer.class.name``), None when every request is allowed
@@ -573,6 +586,7 @@ class KafkaServer:
                 # under a handler thread writing on it
                 socket.socket.shutdown(c.sock, socket.SHUT_RDWR)
         self._handlers.stop(deadline)
+        self._preauth_handlers.stop(deadline)
         for c in conns:
             with contextlib.suppress(OSError):
                 c.sock.close()
@@ -990,7 +1004,8 @@ class KafkaServer:
         c.got = 0
         c.size = -1
         c.started = 0.0
-        self._handlers.submit(lambda: self._serve(c, frame))
+        pool = self._handlers if c.session.authenticated else self._preauth_handlers
+        pool.submit(lambda: self._serve(c, frame))
 
     def _take_returned(self) -> None:
         """Connections whose request is done: unmuted, closed, or (a failed authentication)

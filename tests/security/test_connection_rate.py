@@ -182,3 +182,49 @@ def test_tls_handshakes_wait_behind_established_reads_and_are_bounded_per_round(
         for s in socks:
             s.close()
         plain.sock.close()
+
+
+def test_requests_before_authentication_run_on_their_own_few_threads(
+        make_kafka_broker: Callable[..., Broker]) -> None:
+    """Twelve clients at once failing PLAIN (and one succeeding): every request of a
+    connection not yet authenticated runs on at most PREAUTH_HANDLER_THREADS threads of their
+    own, the authenticated client's Metadata on a handler thread."""
+    from tests.security.test_preauth_limits import SASL
+
+    broker = make_kafka_broker(**SASL, **{"request.handler.threads.max": "50",
+                                          "connection.failed.authentication.delay.ms": "300"})
+    server = _server(broker)
+    served: list[tuple[str, bool]] = []
+    serve = server._serve
+
+    def on_serve(c: server_module._Conn, frame: bytearray) -> None:
+        served.append((threading.current_thread().name, c.session.authenticated))
+        serve(c, frame)
+
+    server._serve = on_serve  # type: ignore[method-assign]
+    host, port = server.advertised()["SASL_PLAINTEXT"]
+
+    def guess() -> None:
+        raw = RawClient(f"{host}:{port}")
+        try:
+            assert raw.plain("alice", "a-guess").error_code == 58
+        finally:
+            raw.sock.close()
+
+    guessers = [threading.Thread(target=guess) for _ in range(12)]
+    for t in guessers:
+        t.start()
+    good = RawClient(f"{host}:{port}")
+    try:
+        assert good.plain("alice", "alice-secret").error_code == 0
+        assert good.metadata().brokers
+    finally:
+        good.sock.close()
+    for t in guessers:
+        t.join(10)
+    before = {name for name, authenticated in served if not authenticated}
+    after = {name for name, authenticated in served if authenticated}
+    assert len([1 for _n, a in served if not a]) >= 12 * 2 + 2
+    assert all(n.startswith("kafka-preauth-handler-") for n in before), before
+    assert len(before) <= server_module.PREAUTH_HANDLER_THREADS
+    assert after and all(n.startswith("kafka-handler-") for n in after), after
