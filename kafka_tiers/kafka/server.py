@@ -355,6 +355,10 @@ def preauth_budget(queued_max_request_bytes: int, largest_receive_size: int) -> 
     return max(base // PREAUTH_SHARE, largest_receive_size)
 
 
+#: how long an answered failed authentication's connection stays open before it is closed
+FAREWELL_LINGER_S = 0.2
+
+
 class _Farewell:
     """A failed authentication's last response (empty: none, SaslHandshake v0's tokens),
     sent by the network thread after ``connection.failed.authentication.delay.ms``, then
@@ -486,6 +490,8 @@ class KafkaServer:
         #: (in that order: one delay for all); at most max.connections of them
         self._farewells: collections.deque[tuple[float, _Conn, _Farewell]] = \
             collections.deque()
+        #: answered failed authentications, closed FAREWELL_LINGER_S later (in that order)
+        self._lingering: collections.deque[tuple[float, _Conn]] = collections.deque()
         self.apis: dict[int, Api] = dict(apis())
         self._listeners: list[_Listener] = []
         self._conns: dict[int, _Conn] = {}  # by descriptor; the network thread's
@@ -648,6 +654,8 @@ class KafkaServer:
             while not self._stopping.is_set():
                 due = min(next_sweep, self._farewells[0][0]) if self._farewells \
                     else next_sweep
+                if self._lingering:
+                    due = min(due, self._lingering[0][0])
                 for lst in self._listeners:
                     if lst.throttled:
                         due = min(due, lst.throttled)
@@ -1029,12 +1037,23 @@ class KafkaServer:
 
     def _say_farewells(self, now: float) -> None:
         """Failed authentications whose delay passed: their response (one non-blocking
-        send: a few hundred bytes), then the connection is closed."""
+        send: a few hundred bytes), then the connection is closed :data:`FAREWELL_LINGER_S`
+        later (or at once when there was nothing to send). The close comes apart from the
+        answer because a client that reads the answer and the end of the stream in one turn
+        may report the lost connection instead of the authentication failure (kafka-python
+        3.x does); it keeps the connection muted, so nothing more is read from it."""
         while self._farewells and self._farewells[0][0] <= now:
             _due, c, farewell = self._farewells.popleft()
+            sent = False
             if farewell.frame:
                 with contextlib.suppress(OSError, ValueError):
-                    c.sock.send(farewell.frame)
+                    sent = c.sock.send(farewell.frame) == len(farewell.frame)
+            if sent:
+                self._lingering.append((now + FAREWELL_LINGER_S, c))
+            else:
+                self._close(c, registered=False)
+        while self._lingering and (self._lingering[0][0] <= now or self._stopping.is_set()):
+            _due, c = self._lingering.popleft()
             self._close(c, registered=False)
 
     def _sweep(self, now: float) -> None:
