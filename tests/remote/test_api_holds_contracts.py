@@ -10,8 +10,9 @@ import kafka_tiers.api as api
 from kafka_tiers.api import MultipartObjectStore, ObjectStore, RemoteStorageManager
 
 API_DIR = Path(api.__file__).parent
-#: issue 12: the whole public package under this many lines
-MAX_API_LINES = 1600
+#: issue 12: the whole public package under this many lines (issue 15: plus 350 for the
+#: authorizer interface of SPI 2.1; tests/test_architecture.py holds the same budget)
+MAX_API_LINES = 1950
 
 
 def test_the_api_package_is_small() -> None:

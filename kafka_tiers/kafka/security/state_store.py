@@ -117,6 +117,21 @@ def wrap(name: str, doc: Any) -> bytes:
     return raw
 
 
+def wrapped_value(name: str, doc: Any) -> dict[str, Any]:
+    """:func:`wrap`'s document as a JSON value (what a metadata store node or the file
+    holds), checked the same way.
+
+    Raises:
+        SecurityStateError: too large, or nested too deeply to encode.
+    """
+    try:
+        value: dict[str, Any] = json.loads(wrap(name, doc))
+    except RecursionError:
+        raise SecurityStateError(f"security document {name!r} is nested too deeply to "
+                                 "store", name) from None
+    return value
+
+
 def unwrap(name: str, stored: Any, where: str) -> Any:
     """The document inside a stored ``{"version", "data"}`` value (None for None).
 
@@ -291,7 +306,7 @@ class MetadataStoreStateStore(SecurityStateStore):
                 if version >= 0:
                     self.store.delete(path, version)
                 return True
-            value = json.loads(wrap(name, doc))
+            value = wrapped_value(name, doc)
             if version < 0:
                 self.store.create(path, value, make_parents=True)
             else:
@@ -388,7 +403,7 @@ class FileStateStore(SecurityStateStore):
                     os.unlink(path)
                     fsync_dir(path.parent)
                 return True
-            body = json.loads(wrap(name, doc))
+            body = wrapped_value(name, doc)
             body["generation"] = version + 1 if version >= 0 else 0
             raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
             write_atomic(path, raw, mode=0o600)  # also a temporary file a crash left
