@@ -40,7 +40,10 @@ The certificates are made for the run (``tests.security.certs``); the SCRAM user
 through the broker's PLAINTEXT listener with Kafka's AlterUserScramCredentials (no authorizer
 on this broker: the benchmark measures authentication and encryption, not ACLs).
 
-Usage: ``python benchmarks/security.py [--quick] [--only brute_force|tls]``. The last line
+Usage: ``python benchmarks/security.py [--quick] [--only brute_force|tls]
+[--creation-rate N]`` (``--creation-rate``: the brute-force broker's ``SASL_SSL`` listener
+gets ``max.connection.creation.rate`` N, KIP-612's bound; the attack then takes at least
+1,000 / N seconds). The last line
 printed is one JSON object ``{"benchmark": "security", "goal": ..., "goal_met": ..., ...}``
 with the figures; ``goals`` says which goal was met.
 """
@@ -140,10 +143,11 @@ def broker_properties(directory: Path, plaintext_port: int, sasl_port: int,
 
 
 @contextlib.contextmanager
-def secure_broker(directory: Path, timeout: float = 60.0) -> Iterator[SecureBroker]:
-    """A ``kafka-tiers broker start`` process with both listeners and the SCRAM user
-    :data:`USER`; stopped with SIGINT (SIGKILL after a minute) on exit (``benchmarks/wire.py``'s
-    :func:`kafka_tiers_process`)."""
+def secure_broker(directory: Path, timeout: float = 60.0,
+                  extra: dict[str, str] | None = None) -> Iterator[SecureBroker]:
+    """A ``kafka-tiers broker start`` process with both listeners, ``extra`` properties and
+    the SCRAM user :data:`USER`; stopped with SIGINT (SIGKILL after a minute) on exit
+    (``benchmarks/wire.py``'s :func:`kafka_tiers_process`)."""
     from tests.security.certs import write_test_certs
     from tests.servers.base import free_port
 
@@ -151,8 +155,8 @@ def secure_broker(directory: Path, timeout: float = 60.0) -> Iterator[SecureBrok
     certs = write_test_certs(directory / "certs")
     plain_port, sasl_port = free_port(), free_port()
     props = directory / "server.properties"
-    props.write_text("".join(f"{k}={v}\n" for k, v in
-                             broker_properties(directory, plain_port, sasl_port, certs).items()))
+    props.write_text("".join(f"{k}={v}\n" for k, v in {
+        **broker_properties(directory, plain_port, sasl_port, certs), **(extra or {})}.items()))
     args = ["broker", "start", "--config", str(props), "--format", "json", "--log-level",
             "WARNING"]
     with wire().kafka_tiers_process(args, directory / "broker.log", "ready", "broker start",
@@ -447,11 +451,15 @@ def _latency_run(broker: SecureBroker, topic: str, seconds: float, rate: int,
 
 
 def measure_brute_force(work: Path, rounds: int = ROUNDS, attempts: int = ATTEMPTS,
-                        rate: int = RATE) -> dict[str, Any]:
+                        rate: int = RATE, creation_rate: int | None = None) -> dict[str, Any]:
     """The producer's p99 while ``attempts`` wrong SCRAM attempts run, against the same
     producer's p99 over as long a window at the same point of a run without them; medians
-    of ``rounds`` interleaved rounds (attack, then baseline)."""
-    with secure_broker(work / "brute-force") as broker:
+    of ``rounds`` interleaved rounds (attack, then baseline). ``creation_rate``: the
+    ``SASL_SSL`` listener's ``max.connection.creation.rate`` (None: Kafka's default,
+    unbounded)."""
+    extra = ({"listener.name.sasl_ssl.max.connection.creation.rate": str(creation_rate)}
+             if creation_rate else {})
+    with secure_broker(work / "brute-force", extra=extra) as broker:
         create_topic(broker.plaintext, "latency")
         attacked, baseline, durations, refused, accepted = [], [], [], 0, 0
         medians: list[float] = []
@@ -487,6 +495,7 @@ def measure_brute_force(work: Path, rounds: int = ROUNDS, attempts: int = ATTEMP
     p99, base = statistics.median(attacked), statistics.median(baseline)
     return {"brute_force_attempts": attempts * rounds, "brute_force_refused": refused,
             "brute_force_accepted": accepted, "brute_force_rate": rate,
+            "brute_force_creation_rate": creation_rate,
             "brute_force_attack_seconds": [round(x, 2) for x in durations],
             "brute_force_p99_ms": round(p99, 2), "baseline_p99_ms": round(base, 2),
             "brute_force_p99_ratio": round(p99 / base, 3),
@@ -556,6 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["brute_force", "tls"], help="one of the two")
     parser.add_argument("--rate", type=int, default=RATE,
                         help="records/s of the brute-force figure's producer")
+    parser.add_argument("--creation-rate", type=int, default=None,
+                        help="the SASL_SSL listener's max.connection.creation.rate for the "
+                             "brute-force figure (default: unset, Kafka's unbounded)")
     for kind in CHILDREN:
         parser.add_argument(f"--{kind}-child", metavar="JSON", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -572,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.only in (None, "brute_force"):
             result.update(measure_brute_force(work, rounds=1 if q else ROUNDS,
-                                              rate=args.rate))
+                                              rate=args.rate,
+                                              creation_rate=args.creation_rate))
             goals["brute_force"] = (result["brute_force_accepted"] == 0 and
                                     result["brute_force_p99_ratio"]
                                     <= GOALS["brute_force_p99_ratio"])
