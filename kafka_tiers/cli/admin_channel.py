@@ -21,6 +21,7 @@ before.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from typing import Any
 
 from kafka_tiers.api.errors import KafkaTiersError
 from kafka_tiers.api.secret import Secret
+from kafka_tiers.log.checkpoints import write_atomic
 
 #: the file ``cluster start`` writes in ``--dir`` when the internal transport is TLS
 CHANNEL_FILE = "internal-transport.properties"
@@ -101,15 +103,11 @@ def write_channel_file(directory: str | os.PathLike[str], config: Any) -> Path |
         if key.endswith(".location"):
             text = str(Path(text).resolve())
         props[key] = text
-    tmp = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        props.store(out, encoding="utf-8", timestamp=False,
-                    initial_comments="written by kafka-tiers cluster start: the brokers' own TLS "
-                            "identity, for the commands given --dir (keep it 0600)")
-    os.replace(tmp, path)
+    out = io.BytesIO()
+    props.store(out, encoding="utf-8", timestamp=False,
+                initial_comments="written by kafka-tiers cluster start: the brokers' own TLS "
+                        "identity, for the commands given --dir (keep it 0600)")
+    write_atomic(path, out.getvalue(), mode=0o600)  # crash-safe, 0600 before any byte
     return path
 
 

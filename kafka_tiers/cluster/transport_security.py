@@ -38,7 +38,6 @@ import contextlib
 import logging
 import socket
 import ssl
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -184,22 +183,13 @@ class TlsChannel:
         self.check_hostname = check_hostname
         self.handshake_timeout = handshake_timeout
         self._warned = LogRateLimit(60.0)
-        self._lock = threading.Lock()
-        self._client: tuple[int, ssl.SSLContext] | None = None
 
     def client_context(self) -> ssl.SSLContext:
         """The connecting side's context: this broker's certificate, the truststore's CAs,
         TLS 1.2 or newer as the listener allows; rebuilt when the listener reloaded its
-        files."""
-        self.tls.context()  # looks at the files (at most once a second)
-        generation = self.tls.generation
-        with self._lock:
-            if self._client is None or self._client[0] != generation:
-                from kafka_tiers.kafka.security.tls import build_client_context
-
-                self._client = (generation, build_client_context(
-                    self.tls.settings, check_hostname=self.check_hostname))
-            return self._client[1]
+        files (the listener's own cache of it: ``ListenerTls.client_context``)."""
+        context: ssl.SSLContext = self.tls.client_context(self.check_hostname)
+        return context
 
     def _principal(self, sock: ssl.SSLSocket) -> KafkaPrincipal | None:
         from kafka_tiers.kafka.security.tls import NoMatchingRule
