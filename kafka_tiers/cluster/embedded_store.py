@@ -57,6 +57,7 @@ from kafka_tiers.cluster.metadata_store import (
     encode,
     parent_of,
 )
+from kafka_tiers.log.checkpoints import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +105,6 @@ class _Session:
     timeout_s: float
     deadline: float
     client: EmbeddedStore
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _open_private(path: Path, flags: int) -> int:
@@ -361,14 +354,9 @@ class EmbeddedMetadataServer:
         assert self.directory is not None and self._journal is not None
         nodes = {p: [n.data.decode("utf-8"), n.version] for p, n in self._nodes.items()
                  if n.owner is None and p != "/"}
-        tmp = self.directory / (SNAPSHOT + ".tmp")
-        fd = _open_private(tmp, os.O_WRONLY | os.O_TRUNC)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(json.dumps({"format": FORMAT_VERSION, "nodes": nodes}).encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.directory / SNAPSHOT)
-        _fsync_dir(self.directory)
+        write_atomic(self.directory / SNAPSHOT,  # 0600 before any byte; fsync, rename
+                     json.dumps({"format": FORMAT_VERSION, "nodes": nodes}).encode("utf-8"),
+                     mode=FILE_MODE)
         self._journal.flush()
         os.ftruncate(self._journal.fileno(), 0)  # appends go to the new end (O_APPEND)
         self._journal_bytes = 0
