@@ -999,3 +999,22 @@ def test_a_prefixed_write_acl_admits_an_idempotent_producer_and_a_deny_wins(
     _grant(acl_broker, _acl("User:bob", Op.WRITE, R.TOPIC, "orders", prefixed=True, deny=True))
     assert not check_by_resource_type(server, bob, Op.WRITE, R.TOPIC)
     assert check_by_resource_type(server, ADMIN, Op.WRITE, R.TOPIC)  # a super user
+
+
+def test_authorize_by_resource_type_matches_hosts_as_authorize_does(acl_broker: Broker
+                                                                    ) -> None:
+    """An ACL's host and the client's address are compared in one spelling, as the
+    authorizer's own decisions compare them: an ACL for ``0:0:0:0:0:0:0:1`` covers a client
+    at ``::1``, one for ``10.0.0.5`` a dual-stack client at ``::ffff:10.0.0.5``."""
+    server = acl_broker.kafka_server
+    assert server is not None
+    for acl_host, client in (("0:0:0:0:0:0:0:1", "::1"), ("10.0.0.5", "::ffff:10.0.0.5")):
+        _grant(acl_broker, AclBinding(
+            ResourcePattern(R.TOPIC, f"t-{client}", PatternType.LITERAL),
+            AccessControlEntry("User:carol", acl_host, Op.WRITE, AclPermissionType.ALLOW)))
+        carol = RequestIdentity(KafkaPrincipal.parse("User:carol"), client, "SASL_PLAINTEXT",
+                                "SASL_PLAINTEXT")
+        assert check_by_resource_type(server, carol, Op.WRITE, R.TOPIC), (acl_host, client)
+        assert server.authorizer is not None
+        assert [r.name for r in server.authorizer.authorize(
+            carol, [Action(Op.WRITE, R.TOPIC, f"t-{client}")])] == ["ALLOWED"]

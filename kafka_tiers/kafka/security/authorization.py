@@ -32,6 +32,7 @@ from kafka_tiers.api.authorizer import (
     RequestIdentity,
     ResourceType,
 )
+from kafka_tiers.kafka.security.acl_authorizer import canonical_host
 from kafka_tiers.kafka.security.audit import AuditLimiter, audit_log, shown, shown_list
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,10 @@ def check_by_resource_type(server: Any, identity: RequestIdentity, operation: Ac
     allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(),
                                           PatternType.PREFIXED: set()}
     principal = str(identity.principal)
+    client = canonical_host(identity.client_address)  # hosts compared as authorize() does
     for b in bindings:
         e, p = b.entry, b.pattern
-        if e.host not in (identity.client_address, WILDCARD_HOST):
+        if canonical_host(e.host) not in (client, WILDCARD_HOST):
             continue
         if e.principal not in (principal, WILDCARD_PRINCIPAL):
             continue
