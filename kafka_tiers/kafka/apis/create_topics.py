@@ -208,8 +208,10 @@ def create_topics(ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
     creatable = allowed_by_cluster_or_names(ctx, AclOperation.CREATE, AclOperation.CREATE,
                                             ResourceType.TOPIC, names)
+    # the configs are in the answer from v5 on: only then does DESCRIBE_CONFIGS matter
     configs_shown = allowed_names(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
-                                  names, log_if_denied=False)
+                                  names, log_if_denied=False) if ctx.version >= 5 \
+        else set(names)
     denied: list[tuple[str, int, str | None, Created | None]] = [
         (t.name, TOPIC_AUTHORIZATION_FAILED, _denial(ctx, t.name), None)
         for t in _distinct(request.topics)
