@@ -55,7 +55,6 @@ from kafka_tiers.placement.limits import check_request_entries
 
 log = logging.getLogger(__name__)
 
-CLUSTER_AUTHORIZATION_FAILED = 31
 SECURITY_DISABLED = 54
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
@@ -166,7 +165,7 @@ def create_acls(ctx: RequestContext, request: Any) -> Any:
     refused = _not_authorized(ctx, AclOperation.ALTER)
     authorizer = ctx.server.authorizer
     if refused is not None:
-        results = [(CLUSTER_AUTHORIZATION_FAILED, refused)] * len(creations)
+        results = [(kerr.CLUSTER_AUTHORIZATION_FAILED, refused)] * len(creations)
     elif authorizer is None:
         results = [(SECURITY_DISABLED, NO_AUTHORIZER)] * len(creations)
     else:
@@ -202,7 +201,7 @@ def describe_acls(ctx: RequestContext, request: Any) -> Any:
     refused = _not_authorized(ctx, AclOperation.DESCRIBE)
     authorizer = ctx.server.authorizer
     if refused is not None:
-        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+        return ctx.response(throttle_time_ms=0, error_code=kerr.CLUSTER_AUTHORIZATION_FAILED,
                             error_message=refused, resources=[])
     if authorizer is None:
         return ctx.response(throttle_time_ms=0, error_code=SECURITY_DISABLED,
@@ -245,7 +244,7 @@ def delete_acls(ctx: RequestContext, request: Any) -> Any:
     refused = _not_authorized(ctx, AclOperation.ALTER)
     authorizer = ctx.server.authorizer
     if refused is not None:
-        outcome = [(CLUSTER_AUTHORIZATION_FAILED, refused, [])] * len(filters)
+        outcome = [(kerr.CLUSTER_AUTHORIZATION_FAILED, refused, [])] * len(filters)
     elif authorizer is None:
         outcome = [(SECURITY_DISABLED, NO_AUTHORIZER, [])] * len(filters)
     else:

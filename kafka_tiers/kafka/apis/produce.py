@@ -67,7 +67,6 @@ log = logging.getLogger(__name__)
 
 PRODUCE_KEY = 0
 INVALID_TXN_STATE = 48
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 UNKNOWN_TOPIC_ID = 100
 TRANSACTIONS_UNSUPPORTED = "transactions are not supported by kafka-tiers"
 _BATCH_LENGTH = struct.Struct(">i")
@@ -122,7 +121,7 @@ def produce(ctx: RequestContext, request: Any) -> Any:
         for i, (_, _, parts) in enumerate(work):
             for p, _ in parts:
                 results[i, p] = PartitionResult(
-                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                     f"{TRANSACTIONS_UNSUPPORTED}: transactional id "
                     f"{request.transactional_id!r} refused; produce without transactional.id")
     else:

@@ -30,6 +30,7 @@ from typing import Any
 from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka.codec import response_class
 from kafka_tiers.kafka.context import RequestContext
+from kafka_tiers.kafka.errors import CLUSTER_AUTHORIZATION_FAILED
 from kafka_tiers.kafka.registry import handles
 from kafka_tiers.kafka.security.scram_credentials import (
     MAX_FIELD_BYTES,
@@ -43,7 +44,6 @@ from kafka_tiers.kafka.security.scram_credentials import (
 from kafka_tiers.kafka.security.state_store import SecurityStateError
 
 NONE = 0
-CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_SASL_MECHANISM = 33
 INVALID_REQUEST = 42
 RESOURCE_NOT_FOUND = 91

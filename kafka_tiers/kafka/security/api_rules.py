@@ -25,15 +25,22 @@ from kafka_tiers.api.authorizer import (
     Action,
     ResourceType,
 )
+from kafka_tiers.kafka.errors import (  # Kafka's authorization error codes
+    CLUSTER_AUTHORIZATION_FAILED,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
+
+#: the operations an authorized-operations field reports per resource type (Kafka's
+#: ``AclEntry.supportedOperations``), the built-in authorizer's table
+from kafka_tiers.kafka.security.acl_authorizer import SUPPORTED_OPERATIONS
+
+_O, _R = AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from kafka_tiers.kafka.context import RequestContext
 
-#: Kafka's authorization error codes
-TOPIC_AUTHORIZATION_FAILED = 29
-GROUP_AUTHORIZATION_FAILED = 30
-CLUSTER_AUTHORIZATION_FAILED = 31
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 #: a denial that is not an error: the resource is left out of the answer
 HIDDEN = 0
 
@@ -45,18 +52,6 @@ DENIAL_ERROR: Mapping[ResourceType, int] = {
     ResourceType.TRANSACTIONAL_ID: TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 }
 
-_O, _R = AclOperation, ResourceType
-#: the operations an authorized-operations field reports per resource type (Kafka's
-#: ``AclEntry.supportedOperations``; groups without DESCRIBE_CONFIGS/ALTER_CONFIGS: group
-#: configs are not served here)
-SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
-    _R.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DELETE, _O.ALTER, _O.DESCRIBE,
-               _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
-    _R.GROUP: (_O.READ, _O.DELETE, _O.DESCRIBE),
-    _R.CLUSTER: (_O.CREATE, _O.ALTER, _O.DESCRIBE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS,
-                 _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE),
-    _R.TRANSACTIONAL_ID: (_O.DESCRIBE, _O.WRITE),
-}
 
 
 @dataclass(frozen=True)
