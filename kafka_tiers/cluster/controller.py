@@ -688,7 +688,7 @@ class Controller:
         validate_topic(topic)
         if topic in self.topic_configs:
             raise ApiError(f"topic {topic!r} exists already", ErrorCode.TOPIC_ALREADY_EXISTS)
-        return self._place_partitions(topic, partitions, replication_factor, config,
+        return self._place_partitions(topic, 0, partitions, replication_factor, config,
                                       broker_ids=broker_ids, force_simple=force_simple,
                                       assignment=assignment, validate_only=validate_only)
 
@@ -734,21 +734,20 @@ class Controller:
                                f"of the new partitions give {odd} replicas (one factor per "
                                "topic)", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
             plan = {existing + i: reps for i, reps in enumerate(given)}
-        return self._place_partitions(topic, total - existing, rf, None,
+        return self._place_partitions(topic, existing, total - existing, rf, None,
                                       broker_ids=broker_ids, force_simple=force_simple,
                                       assignment=plan, validate_only=validate_only)
 
-    def _place_partitions(self, topic: str, partitions: int, replication_factor: int,
-                          config: Mapping[str, str] | None, *,
+    def _place_partitions(self, topic: str, existing: int, partitions: int,
+                          replication_factor: int, config: Mapping[str, str] | None, *,
                           broker_ids: Sequence[int] | None, force_simple: bool,
                           assignment: Mapping[int, Sequence[int]] | None,
                           validate_only: bool) -> dict[int, list[int]]:
-        """Place, write and start ``partitions`` new partitions of ``topic`` (a new topic,
-        or more partitions of an existing one: :meth:`create_topic` and
-        :meth:`add_partitions` decided which)."""
+        """Place, write and start ``partitions`` new partitions of ``topic`` after its
+        ``existing`` ones (a new topic, 0, or more partitions of an existing one:
+        :meth:`create_topic` and :meth:`add_partitions` decided which and counted them)."""
         exists = topic in self.topic_configs
         limits = self.core.config
-        existing = sum(1 for tp in self.assignments if tp.topic == topic) if exists else 0
         if assignment is not None:
             if not isinstance(assignment, Mapping):
                 raise LimitExceededError("assignment must map partitions to replica lists",
