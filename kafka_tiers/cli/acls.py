@@ -42,28 +42,13 @@ _RESOURCES = ("topic", "group", "cluster", "transactional_id")
 @contextlib.contextmanager
 def _admin(at: SecurityTarget) -> Iterator[Any]:
     """kafka-python's admin client on ``at``'s listeners with its ``--command-config``
-    settings; its errors as one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
-    from kafka.admin import KafkaAdminClient
+    settings (the CLI's :class:`~kafka_tiers.cli.kafka_admin.KafkaAdmin`); its errors as
+    one-line :class:`~kafka_tiers.cli.kafka_admin.KafkaAdminError`."""
+    from kafka_tiers.cli.kafka_admin import KafkaAdmin
 
-    from kafka_tiers.cli.kafka_admin import KafkaAdminError, _errors, reachable
-
-    settings = at.client_settings()
-    servers = at.bootstrap_servers()
-    reachable(servers, min(at.timeout, 5.0))
-    ms = int(at.timeout * 1000)
-    settings.setdefault("client_id", "kafka-tiers-acls")
-    with _errors(f"connecting to {','.join(servers)}"):
-        try:
-            admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=ms,
-                                     bootstrap_timeout_ms=ms, **settings)
-        except TypeError as exc:  # kafka-python without one of the settings
-            raise KafkaAdminError(f"the client does not take a setting of "
-                                  f"{at.command_config}: {exc}") from None
-    try:
-        yield admin
-    finally:
-        with contextlib.suppress(Exception):
-            admin.close()
+    with KafkaAdmin(at.bootstrap_servers(), timeout=at.timeout,
+                    settings={"client_id": "kafka-tiers-acls", **at.client_settings()}) as ka:
+        yield ka.admin
 
 
 def _operation(name: str) -> Any:

@@ -122,6 +122,9 @@ class KafkaAdmin:
                 self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
                                               request_timeout_ms=ms, bootstrap_timeout_ms=ms,
                                               **self.settings)
+        except TypeError as exc:  # kafka-python without one of the --command-config settings
+            raise KafkaAdminError(f"the client does not take a setting of the "
+                                  f"--command-config file: {exc}") from None
         except KafkaAdminError as exc:
             if not isinstance(exc.__context__, kerr.KafkaTimeoutError):
                 raise
