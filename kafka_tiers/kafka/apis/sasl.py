@@ -115,7 +115,7 @@ def _step(server: Any, session: ConnectionSession, token: bytes) -> _Step:
     exchange = session.sasl
     settings = getattr(server, "sasl", None)
     settings = settings.listener(session.listener) if settings is not None else None
-    if settings is None or not isinstance(exchange, SaslExchange) or exchange.failed or (
+    if settings is None or exchange is None or exchange.failed or (
             exchange.server is None and exchange.refusal is None):
         if not session.authenticated:
             session.sasl = SaslExchange("", None, failed=True)
@@ -162,7 +162,7 @@ def _step(server: Any, session: ConnectionSession, token: bytes) -> _Step:
 def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     """One token of the exchange chosen by SaslHandshake (see the module docstring)."""
     session = ctx.connection
-    if isinstance(session.sasl, SaslExchange) and session.sasl.raw:  # v0 framing expected
+    if session.sasl is not None and session.sasl.raw:  # v0 framing expected
         session.sasl.failed = True
         return ctx.response(error_code=ILLEGAL_SASL_STATE, error_message="SaslAuthenticate "
                             "after SaslHandshake v0 (whose tokens come without a header)",

@@ -17,7 +17,6 @@ a request is decoded), and when a connection is closed after its response.
 
 from __future__ import annotations
 
-from kafka_tiers.kafka.security.sasl.exchange import SaslExchange
 from kafka_tiers.kafka.security.session import ConnectionSession
 
 API_VERSIONS = 18
@@ -33,7 +32,7 @@ def refusal(session: ConnectionSession, api_key: int, now: float) -> str | None:
     """Why request ``api_key`` may not be served on ``session`` now (the connection is
     closed with that reason logged), or None."""
     exchange = session.sasl
-    if isinstance(exchange, SaslExchange):
+    if exchange is not None:
         if exchange.failed:
             return "a request after a failed SASL authentication"
         if api_key not in DURING_EXCHANGE:
@@ -57,14 +56,14 @@ def raw_sasl_token(session: ConnectionSession) -> bool:
     exchange started by SaslHandshake v0: the frame goes to
     :func:`kafka_tiers.kafka.apis.sasl.raw_token`)."""
     exchange = session.sasl
-    return isinstance(exchange, SaslExchange) and exchange.raw and not exchange.failed
+    return exchange is not None and exchange.raw and not exchange.failed
 
 
 def closes_after_response(session: ConnectionSession) -> bool:
     """Whether the connection is closed once the response now being sent is out (a failed
     SASL exchange: Kafka closes the connection after the error response)."""
     exchange = session.sasl
-    return isinstance(exchange, SaslExchange) and exchange.failed
+    return exchange is not None and exchange.failed
 
 
 __all__ = ["BEFORE_AUTHENTICATION", "DURING_EXCHANGE", "closes_after_response", "raw_sasl_token",

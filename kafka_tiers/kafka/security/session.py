@@ -5,9 +5,9 @@ is in flight)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kafka_tiers.api.authorizer import ANONYMOUS, KafkaPrincipal
+from kafka_tiers.kafka.security.sasl.exchange import SaslExchange
 
 #: listeners whose clients authenticate with SASL before any other request
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -43,7 +43,7 @@ class ConnectionSession:
     principal: KafkaPrincipal = ANONYMOUS
     authenticated: bool = True
     sasl_mechanism: str | None = None
-    sasl: Any = None
+    sasl: SaslExchange | None = None
     reauth_deadline: float = 0.0
     tls_subject: str | None = None
 
