@@ -1,0 +1,166 @@
+"""The per-chunk transforms of a segment's stored data: zstd compression, then AES-256-GCM
+encryption.
+
+Each chunk of the log (:mod:`kafka_tiers.objectstore.chunk_index`) and each index is
+transformed on its own, so any one can be read back alone:
+
+1. compression (when the segment's transform has it): one zstd frame with its content size
+   and content checksum (so a damaged frame is detected even without encryption);
+2. encryption (when the segment has a data key): ``nonce (12 random bytes) || ciphertext ||
+   tag (16 bytes)`` with AES-256-GCM from the ``cryptography`` package. The associated data
+   binds the chunk to its place (the segment id, the object and the chunk number), so a
+   chunk moved to another place, segment or object fails its tag just like a changed byte.
+
+Decoding checks everything it can and raises :class:`CorruptChunkError` naming the chunk, never
+returning damaged bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import zstandard
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from kafka_tiers.api.errors import RemoteStorageError
+from kafka_tiers.log.records import ATTRIBUTES_OFFSET, HEADER_SIZE
+
+#: The compression codec names a manifest may carry.
+ZSTD = "zstd"
+COMPRESSIONS = (ZSTD,)
+#: zstd's level used for chunks (zstd's own default: fast, a good ratio on record batches).
+DEFAULT_ZSTD_LEVEL = 3
+#: Bytes a GCM-encrypted chunk adds: the nonce and the tag.
+NONCE_BYTES = 12
+TAG_BYTES = 16
+ENCRYPTION_OVERHEAD = NONCE_BYTES + TAG_BYTES
+#: The associated-data version tag: changes if the binding ever changes.
+_AAD_TAG = b"kafka-tiers/chunk/1"
+
+
+class CorruptChunkError(RemoteStorageError):
+    """A stored chunk (or index) fails its check: the GCM tag, the zstd frame or its size.
+
+    Attributes:
+        label: which chunk (``log/17``, ``index/offset``).
+    """
+
+    def __init__(self, message: str, *, label: str, segment_id: str | None = None) -> None:
+        super().__init__(message, segment_id=segment_id, retriable=False)
+        self.label = label
+
+
+def batches_compressed(head: bytes | memoryview) -> bool:
+    """Whether the first record batch of a log (its first bytes) is compressed by its producer
+    (the codec bits of its attributes), as Aiven's heuristic checks: such a segment gains
+    little from compressing it again. False when ``head`` is too short to hold a batch
+    header."""
+    if len(head) < HEADER_SIZE:
+        return False
+    attributes = int.from_bytes(head[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2], "big")
+    return attributes & 0x07 != 0
+
+
+@dataclass(frozen=True)
+class SegmentTransform:
+    """How one segment's chunks are stored.
+
+    Attributes:
+        segment_id: the segment id (bound into every chunk's associated data).
+        compression: :data:`ZSTD` or None.
+        data_key: the segment's AES-256 data key, or None (not encrypted).
+        level: the zstd level used when encoding.
+    """
+
+    segment_id: str
+    compression: str | None = None
+    data_key: bytes | None = field(default=None, repr=False)
+    level: int = DEFAULT_ZSTD_LEVEL
+
+    def __post_init__(self) -> None:
+        if self.compression is not None and self.compression not in COMPRESSIONS:
+            raise ValueError(f"unknown compression {self.compression!r}")
+        if self.data_key is not None and len(self.data_key) != 32:
+            raise ValueError("a data key has 32 bytes")
+
+    @property
+    def identity(self) -> bool:
+        """Whether chunks are stored as they are (no compression, no encryption)."""
+        return self.compression is None and self.data_key is None
+
+    def _aad(self, label: str) -> bytes:
+        return b"|".join((_AAD_TAG, self.segment_id.encode("ascii"), label.encode("ascii")))
+
+    def encode(self, label: str, data: bytes | memoryview) -> bytes:
+        """The stored form of one chunk.
+
+        Args:
+            label: the chunk's place, unique within the segment (``log/<n>``,
+                ``index/<kind>``); bound into the encryption.
+            data: the original bytes.
+        """
+        out: bytes | memoryview = data
+        if self.compression == ZSTD:
+            out = zstandard.ZstdCompressor(level=self.level, write_checksum=True,
+                                           write_content_size=True).compress(out)
+        if self.data_key is not None:
+            nonce = os.urandom(NONCE_BYTES)
+            out = nonce + AESGCM(self.data_key).encrypt(nonce, bytes(out), self._aad(label))
+        return bytes(out)
+
+    def decode(self, label: str, stored: bytes | memoryview, original_size: int) -> bytes:
+        """The original bytes of one chunk.
+
+        Args:
+            label: the label it was encoded with.
+            stored: its stored bytes.
+            original_size: how many bytes it must decode to (from the chunk index).
+
+        Raises:
+            CorruptChunkError: the tag does not match (changed, moved or wrong key), the zstd
+                frame is damaged, or the size differs.
+        """
+        data: bytes | memoryview = stored
+        where = f"chunk {label} of segment {self.segment_id}"
+        if self.data_key is not None:
+            if len(data) < ENCRYPTION_OVERHEAD:
+                raise CorruptChunkError(f"{where} is {len(data)} bytes: too short to be "
+                                        "encrypted", label=label, segment_id=self.segment_id)
+            view = memoryview(data)
+            try:
+                data = AESGCM(self.data_key).decrypt(bytes(view[:NONCE_BYTES]),
+                                                     bytes(view[NONCE_BYTES:]),
+                                                     self._aad(label))
+            except InvalidTag:
+                raise CorruptChunkError(f"{where} fails its authentication tag: it was "
+                                        "changed or moved", label=label,
+                                        segment_id=self.segment_id) from None
+        if self.compression == ZSTD:
+            try:
+                data = zstandard.ZstdDecompressor().decompress(
+                    bytes(data), max_output_size=max(original_size, 1))
+            except zstandard.ZstdError as exc:
+                raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
+                                        label=label, segment_id=self.segment_id) from None
+        if len(data) != original_size:
+            raise CorruptChunkError(f"{where} decodes to {len(data)} bytes, not "
+                                    f"{original_size}", label=label,
+                                    segment_id=self.segment_id)
+        return bytes(data)
+
+
+def log_label(chunk: int) -> str:
+    """The label of the log's chunk number ``chunk``."""
+    return f"log/{chunk}"
+
+
+def index_label(kind: str) -> str:
+    """The label of an index object (its kind's key suffix: ``index``, ``timeindex``...)."""
+    return f"index/{kind}"
+
+
+__all__ = ["COMPRESSIONS", "DEFAULT_ZSTD_LEVEL", "ENCRYPTION_OVERHEAD", "NONCE_BYTES",
+           "TAG_BYTES", "ZSTD", "CorruptChunkError", "SegmentTransform", "batches_compressed",
+           "index_label", "log_label"]
