@@ -15,6 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_tiers.objectstore.data_settings import DISK, MEMORY, ChunkCacheSettings
@@ -78,7 +79,7 @@ class MemoryChunkCache(ChunkCache):
     """
 
     def __init__(self, max_bytes: int, retention_ms: int = 600_000, *,
-                 clock: type[time.monotonic] | None = None) -> None:
+                 clock: Callable[[], float] | None = None) -> None:
         if max_bytes < 1:
             raise ValueError("max_bytes must be >= 1")
         self.max_bytes = max_bytes
