@@ -872,6 +872,8 @@ class Broker:
             if lg is not None:
                 lg.config = log_config
         log.info("broker %s: topic %s config is now %s", self.broker_id, name, cfg)
+        if self.rlm is not None:  # KIP-950 switches take effect now, not at the next interval
+            self.rlm.topic_config_changed(name)
         return new
 
     def assign_topic_id(self, name: str) -> str | None:

@@ -37,7 +37,12 @@ from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.log.checkpoints import write_atomic
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.log.errors import LogDirError
-from kafka_tiers.remote.config import TOPIC_KEYS, TopicTiering, resolve_topic_tiering
+from kafka_tiers.remote.config import (
+    TOPIC_KEYS,
+    TopicTiering,
+    check_tiering_change,
+    resolve_topic_tiering,
+)
 
 TOPICS_FILE = "kafka-tiers-topics.json"
 TOPICS_FORMAT_VERSION = 1
@@ -153,21 +158,18 @@ class TopicConfigs:
     def validate_change(self, topic: str, current: Mapping[str, Any] | None,
                         config: Mapping[str, Any] | None) -> dict[str, str]:
         """The normalized ``config`` replacing an existing topic's ``current`` one, once it is
-        valid (as :meth:`validate`) and a change the topic can take: ``remote.storage.enable``
-        keeps its value (a topic's logs are tiered, or not, from their creation on).
+        valid (as :meth:`validate`) and a change the topic can take
+        (:func:`~kafka_tiers.remote.config.check_tiering_change`, KIP-950):
+        ``remote.storage.enable`` may be turned off only with
+        ``remote.log.delete.on.disable=true`` (the remote data is then deleted), and cannot
+        be turned on for an existing topic.
 
         Raises:
-            ConfigError: as :meth:`tiering`, or ``remote.storage.enable`` changed.
+            ConfigError: as :meth:`tiering`, or a refused ``remote.storage.enable`` change.
         """
         cfg = self.validate(topic, config)
-        before = self.tiering(topic, self.normalize(current)).remote_storage_enable
-        after = self.tiering(topic, cfg).remote_storage_enable
-        if before != after:
-            raise ConfigError(
-                f"remote.storage.enable of topic {topic} cannot change from "
-                f"{str(before).lower()} to {str(after).lower()}: tiering is chosen when a "
-                "topic is created (create a new topic)", key="remote.storage.enable",
-                value=str(after).lower(), expected=str(before).lower())
+        check_tiering_change(topic, self.tiering(topic, self.normalize(current)),
+                             self.tiering(topic, cfg))
         return cfg
 
     def info(self, topic: str, partitions: int, config: Mapping[str, Any] | None,

@@ -14,6 +14,13 @@ Per topic (``create_topic(..., config={...})``), resolved by :func:`resolve_topi
 * ``remote.retention.period`` / ``remote.retention.bytes`` (document 004): the total retention
   of a tiered partition (remote tier included); ``-2`` (the default) means ``retention.ms`` /
   ``retention.bytes``, ``-1`` unlimited. Must not be below the local retention.
+* ``remote.log.copy.disable`` (Kafka, KIP-950, default false): copy nothing new of a tiered
+  topic; its remote data stays readable and remote retention still applies; its local
+  segments are kept by the total retention. As Kafka, ``local.retention.ms`` /
+  ``.bytes`` must then be ``-2`` or equal to the total retention.
+* ``remote.log.delete.on.disable`` (Kafka, KIP-950, default false): turning
+  ``remote.storage.enable`` off is accepted only with it true, and deletes the topic's remote
+  data (:func:`check_tiering_change`).
 
 Broker-wide defaults of the four retention keys are ``log.local.retention.ms``,
 ``log.local.retention.bytes`` (Kafka), ``log.remote.retention.period`` and
@@ -29,6 +36,7 @@ from typing import Any
 
 from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.config import Bool, ConfigKey, Int, String, ValueType
+from kafka_tiers.remote.quota import UNLIMITED
 
 #: "use the total retention" (Kafka's -2 for local retention).
 USE_TOTAL_RETENTION = -2
@@ -91,6 +99,22 @@ REMOTE_KEYS: tuple[ConfigKey, ...] = (
               "Bytes of remote offset indexes kept in the local cache."),
     ConfigKey("remote.fetch.max.wait.ms", Int(min=1, bits=32), 500,
               "How long a remote read may take before it fails with a retriable error."),
+    ConfigKey("remote.log.manager.copy.max.bytes.per.second", Int(min=1), UNLIMITED,
+              "Bytes per second all segment copies of this broker may upload together "
+              "(KIP-956; the default, Long.MAX_VALUE, is unlimited). A copy waits for the rate "
+              "to fall under it, then uploads whole."),
+    ConfigKey("remote.log.manager.copy.quota.window.num", Int(min=1, bits=32), 11,
+              "Windows the copy rate is measured over."),
+    ConfigKey("remote.log.manager.copy.quota.window.size.seconds", Int(min=1, bits=32), 1,
+              "Length of each window of the copy rate."),
+    ConfigKey("remote.log.manager.fetch.max.bytes.per.second", Int(min=1), UNLIMITED,
+              "Bytes per second all remote reads of this broker may download together "
+              "(KIP-956; the default, Long.MAX_VALUE, is unlimited). Over it, a fetch skips "
+              "the remote read (no records, no error: the client asks again)."),
+    ConfigKey("remote.log.manager.fetch.quota.window.num", Int(min=1, bits=32), 11,
+              "Windows the remote fetch rate is measured over."),
+    ConfigKey("remote.log.manager.fetch.quota.window.size.seconds", Int(min=1, bits=32), 1,
+              "Length of each window of the remote fetch rate."),
     _retention("log.local.retention.ms",
                "Default local.retention.ms of tiered topics (-2: the total retention)."),
     _retention("log.local.retention.bytes",
@@ -108,7 +132,13 @@ TOPIC_KEYS: dict[str, str | None] = {
     "local.retention.bytes": "log.local.retention.bytes",
     "remote.retention.period": "log.remote.retention.period",
     "remote.retention.bytes": "log.remote.retention.bytes",
+    "remote.log.copy.disable": None,
+    "remote.log.delete.on.disable": None,
 }
+
+#: the topic-level tiering keys that are booleans (default false); the others are longs.
+BOOLEAN_TOPIC_KEYS: frozenset[str] = frozenset(
+    {"remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable"})
 
 
 @dataclass(frozen=True)
@@ -121,6 +151,8 @@ class TopicTiering:
         local_retention_ms, local_retention_bytes: local retention of copied segments.
         remote_retention_ms, remote_retention_bytes: total retention of a tiered partition,
             applied by deleting the oldest remote segments.
+        copy_disable: ``remote.log.copy.disable`` (KIP-950): nothing new is copied.
+        delete_on_disable: ``remote.log.delete.on.disable`` (KIP-950).
     """
 
     remote_storage_enable: bool = False
@@ -130,6 +162,8 @@ class TopicTiering:
     local_retention_bytes: int = -1
     remote_retention_ms: int = -1
     remote_retention_bytes: int = -1
+    copy_disable: bool = False
+    delete_on_disable: bool = False
 
     @property
     def orphan_min_age_ms(self) -> int:
@@ -194,8 +228,12 @@ def resolve_topic_tiering(broker: Mapping[str, Any], overrides: Mapping[str, str
         except KeyError:
             return USE_TOTAL_RETENTION
 
-    enable = _bool("remote.storage.enable", overrides["remote.storage.enable"]) \
-        if "remote.storage.enable" in overrides else False
+    def flag(key: str) -> bool:
+        return _bool(key, overrides[key]) if key in overrides else False
+
+    enable = flag("remote.storage.enable")
+    copy_disable = flag("remote.log.copy.disable")
+    delete_on_disable = flag("remote.log.delete.on.disable")
     if enable and not broker.get("remote.log.storage.enable", False):
         raise ConfigError("remote.storage.enable=true needs tiered storage on the broker: set "
                           "remote.log.storage.enable=true", key="remote.storage.enable",
@@ -206,6 +244,17 @@ def resolve_topic_tiering(broker: Mapping[str, Any], overrides: Mapping[str, str
     remote_bytes = get("remote.retention.bytes")
     remote_ms = retention_ms if remote_ms == USE_TOTAL_RETENTION else remote_ms
     remote_bytes = retention_bytes if remote_bytes == USE_TOTAL_RETENTION else remote_bytes
+    if enable and copy_disable:  # Kafka's validateRetentionConfigsWhenRemoteCopyDisabled
+        for key, local, total_key, total in (
+                ("local.retention.bytes", local_bytes, "retention.bytes", remote_bytes),
+                ("local.retention.ms", local_ms, "retention.ms", remote_ms)):
+            if local != USE_TOTAL_RETENTION and local != total:
+                raise ConfigError(
+                    f"When `remote.log.copy.disable` is set to true, the `{key}` and "
+                    f"`{total_key}` must be set to the identical value because there will be "
+                    f"no more logs copied to the remote storage ({key}={local}, total "
+                    f"{total}: set {key}=-2)", key=key, value=str(local),
+                    expected=f"-2 or {total}")
     local_ms = remote_ms if local_ms == USE_TOTAL_RETENTION else local_ms
     local_bytes = remote_bytes if local_bytes == USE_TOTAL_RETENTION else local_bytes
     if enable:
@@ -213,7 +262,39 @@ def resolve_topic_tiering(broker: Mapping[str, Any], overrides: Mapping[str, str
         _not_above("local.retention.bytes", local_bytes, "remote.retention.bytes",
                    remote_bytes)
     return TopicTiering(enable, retention_ms, retention_bytes, local_ms, local_bytes,
-                        remote_ms, remote_bytes)
+                        remote_ms, remote_bytes, copy_disable, delete_on_disable)
+
+
+#: Kafka's refusal of turning tiering off without deleting the remote data (KIP-950).
+DISABLE_WITHOUT_DELETE = (
+    "It is invalid to disable remote storage without deleting remote data. If you want to "
+    "keep the remote data and turn to read only, please set "
+    "`remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote "
+    "storage and delete all remote data, please set "
+    "`remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+
+
+def check_tiering_change(topic: str, before: TopicTiering, after: TopicTiering) -> None:
+    """Whether an existing topic may go from ``before`` to ``after`` (KIP-950, Kafka's
+    ``LogConfig.validateTurningOffRemoteStorageWithDelete``): turning
+    ``remote.storage.enable`` off needs ``remote.log.delete.on.disable=true`` in the new
+    config (the remote data is then deleted); turning it on for an existing topic is not
+    supported here.
+
+    Raises:
+        ConfigError: the change is refused (Kafka's message for the first case).
+    """
+    if before.remote_storage_enable and not after.remote_storage_enable:
+        if not after.delete_on_disable:
+            raise ConfigError(DISABLE_WITHOUT_DELETE, key="remote.storage.enable",
+                              value="false", expected="true, or "
+                              "remote.log.delete.on.disable=true with it")
+    elif after.remote_storage_enable and not before.remote_storage_enable:
+        raise ConfigError(
+            f"remote.storage.enable of topic {topic} cannot change from false to true: "
+            "tiering an existing topic is not supported (create a new topic with "
+            "remote.storage.enable=true)", key="remote.storage.enable", value="true",
+            expected="false")
 
 
 def validate_broker(broker: Mapping[str, Any]) -> None:
@@ -239,12 +320,15 @@ def validate_broker(broker: Mapping[str, Any]) -> None:
 
 
 __all__ = [
+    "BOOLEAN_TOPIC_KEYS",
     "DEFAULT_ORPHAN_AGE_MS",
+    "DISABLE_WITHOUT_DELETE",
     "REMOTE_KEYS",
     "TOPIC_KEYS",
     "USE_TOTAL_RETENTION",
     "Float",
     "TopicTiering",
+    "check_tiering_change",
     "resolve_topic_tiering",
     "validate_broker",
 ]

@@ -26,12 +26,31 @@ RemoteCopyLagBytes              gauge       bytes of rolled segments below the h
 RemoteCopyLagSegments           gauge       how many such segments
 RemoteLogSizeBytes              gauge       bytes held in the remote tier
 =============================== =========== ==================================================
+
+Broker-wide figures of the remote log manager's quotas (KIP-956), gauges without labels, read
+when scraped (Kafka's group and name; Prometheus: the group and name in lower case, ``-`` and
+``:`` as ``_``, under ``kafka_log_remote_``):
+
+=============================================== ==============================================
+Kafka name                                      meaning
+=============================================== ==============================================
+RemoteLogManager:remote-copy-throttle-time-avg  ms a segment copy waited for the copy quota
+                                                (average over the quota's windows)
+RemoteLogManager:remote-copy-throttle-time-max  the longest such wait in the windows
+RemoteLogManager:remote-fetch-throttle-time-avg ms a skipped remote read would have waited for
+                                                the fetch quota (average)
+RemoteLogManager:remote-fetch-throttle-time-max the longest such time in the windows
+RLMCopy:byte-rate                               bytes per second copied, as the quota
+                                                measures it
+RLMFetch:byte-rate                              bytes per second read from the remote tier,
+                                                as the quota measures it
+=============================================== ==============================================
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -61,6 +80,34 @@ GAUGES: dict[str, str] = {
 }
 
 
+#: broker-wide quota figure (Kafka "group:name") -> help text.
+QUOTA_GAUGES: dict[str, str] = {
+    "RemoteLogManager:remote-copy-throttle-time-avg":
+        "Average ms a segment copy waited for the copy quota.",
+    "RemoteLogManager:remote-copy-throttle-time-max":
+        "Longest ms a segment copy waited for the copy quota.",
+    "RemoteLogManager:remote-fetch-throttle-time-avg":
+        "Average throttle ms of remote reads skipped by the fetch quota.",
+    "RemoteLogManager:remote-fetch-throttle-time-max":
+        "Longest throttle ms of remote reads skipped by the fetch quota.",
+    "RLMCopy:byte-rate": "Bytes per second copied to the remote tier (the copy quota's rate).",
+    "RLMFetch:byte-rate": "Bytes per second read from the remote tier (the fetch quota's rate).",
+}
+
+QUOTA_PREFIX = "kafka_log_remote_"
+
+
+def quota_prometheus_name(kafka_name: str) -> str:
+    """The Prometheus family name of a quota figure (:data:`QUOTA_GAUGES`).
+
+    Raises:
+        KeyError: not a quota figure.
+    """
+    if kafka_name not in QUOTA_GAUGES:
+        raise KeyError(kafka_name)
+    return QUOTA_PREFIX + kafka_name.lower().replace("-", "_").replace(":", "_")
+
+
 def prometheus_name(kafka_name: str) -> str:
     """The Prometheus family name of a Kafka metric name (without ``_total``).
 
@@ -85,6 +132,7 @@ class RemoteStorageMetrics(Collector):
         self._lock = threading.Lock()
         self._meters: dict[str, dict[TopicPartition, float]] = {n: {} for n in METERS}
         self._gauges: dict[str, dict[TopicPartition, float]] = {n: {} for n in GAUGES}
+        self._readers: dict[str, Callable[[], float]] = {}
         self.registry.register(self)
 
     # -- recording ---------------------------------------------------------------------------
@@ -115,6 +163,18 @@ class RemoteStorageMetrics(Collector):
             for series in self._gauges.values():
                 series.pop(tp, None)
 
+    def set_reader(self, name: str, read: Callable[[], float]) -> None:
+        """Make the broker-wide quota figure ``name`` (:data:`QUOTA_GAUGES`) read by
+        ``read()`` whenever it is asked for (the latest caller wins).
+
+        Raises:
+            KeyError: not a quota figure.
+        """
+        if name not in QUOTA_GAUGES:
+            raise KeyError(name)
+        with self._lock:
+            self._readers[name] = read
+
     # -- reading -----------------------------------------------------------------------------
 
     def value(self, name: str, tp: TopicPartition | None = None) -> float:
@@ -123,6 +183,10 @@ class RemoteStorageMetrics(Collector):
         Raises:
             KeyError: an unknown metric.
         """
+        if name in QUOTA_GAUGES:
+            with self._lock:
+                read = self._readers.get(name)
+            return float(read()) if read is not None else 0.0
         with self._lock:
             series = self._meters[name] if name in self._meters else self._gauges[name]
             if tp is None:
@@ -146,10 +210,16 @@ class RemoteStorageMetrics(Collector):
                                                "partition": str(tp.partition)},
                                       float(series[tp]))
                 yield metric
+        for name, doc in QUOTA_GAUGES.items():
+            family = quota_prometheus_name(name)
+            metric = Metric(family, f"{doc} (Kafka: {name})", "gauge")
+            metric.add_sample(family, {}, self.value(name))
+            yield metric
 
     def text(self) -> str:
         """Everything in the Prometheus text exposition format."""
         return generate_latest(self.registry).decode("utf-8")
 
 
-__all__ = ["GAUGES", "METERS", "PREFIX", "RemoteStorageMetrics", "prometheus_name"]
+__all__ = ["GAUGES", "METERS", "PREFIX", "QUOTA_GAUGES", "QUOTA_PREFIX", "RemoteStorageMetrics",
+           "prometheus_name", "quota_prometheus_name"]

@@ -32,10 +32,29 @@ Follower (``become_follower(tp)``)
 Nothing here holds a log's lock while calling the remote tier, and produce / local fetch never
 wait for the RLM: ``on_roll`` only reschedules the partition's task.
 
-Reads (:meth:`RemoteLogManager.read`) run on the dedicated reader pool with the
-``remote.fetch.max.wait.ms`` timeout: the remote offset index (cached, see
-:mod:`kafka_tiers.remote.index_cache`) gives the byte position, and only the byte range needed
-is fetched.
+Reads (:meth:`RemoteLogManager.read`, :meth:`RemoteLogManager.submit_read` for several at
+once) run on the dedicated reader pool with the ``remote.fetch.max.wait.ms`` timeout: the
+remote offset index (cached, see :mod:`kafka_tiers.remote.index_cache`) gives the byte
+position, and only the byte range needed is fetched. A read that ends within
+``fetch.chunk.cache.prefetch.max.size`` (``rsm.config.``) bytes of its segment's end asks a
+storage manager that can prefetch to start loading the partition's next remote segment
+(KIP-1003; never waited for).
+
+Quotas (KIP-956, :mod:`kafka_tiers.remote.quota`)
+    Every segment copy waits, in arrival order, until the broker's copy rate is under
+    ``remote.log.manager.copy.max.bytes.per.second`` and then counts its bytes; a copy in
+    progress is never cut. Every remote read counts its bytes against
+    ``remote.log.manager.fetch.max.bytes.per.second``; :meth:`RemoteLogManager.fetch_throttled`
+    tells the Fetch API to skip remote reads while it is exceeded.
+
+Topic switches (KIP-950)
+    ``remote.log.copy.disable=true``: nothing new is copied; remote data stays readable and
+    remote retention still deletes it; local segments are kept by the total retention (not
+    ``local.retention.*``), and those past it are deleted whether copied or not.
+    ``remote.storage.enable`` turned off (only with ``remote.log.delete.on.disable=true``):
+    the leader's next run moves the log start offset up to the local log's, deletes every
+    remote segment of the partition and its remaining objects, and the partition is no longer
+    managed here (a follower just stops).
 """
 
 from __future__ import annotations
@@ -45,7 +64,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +89,7 @@ from kafka_tiers.remote.config import TopicTiering
 from kafka_tiers.remote.guarded import guard
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.metrics import RemoteStorageMetrics
+from kafka_tiers.remote.quota import QuotaWaitCancelled, RateQuota
 from kafka_tiers.remote.reader import RemoteReaderPool
 
 log = logging.getLogger(__name__)
@@ -99,6 +119,8 @@ class RemoteRead:
         segment: the remote segment read.
         bytes_fetched: bytes of the log fetched from the remote tier for this read (the
             offset index, fetched once per segment into the cache, not included).
+        end_position: the byte position in the segment after the last byte scanned (-1 when
+            unknown).
     """
 
     fetch_offset: int
@@ -106,6 +128,7 @@ class RemoteRead:
     next_offset: int
     segment: RemoteLogSegmentMetadata
     bytes_fetched: int
+    end_position: int = -1
 
 
 @dataclass
@@ -220,6 +243,21 @@ class RemoteLogManager:
             int(config["remote.log.index.file.cache.total.size.bytes"]))
         self.reader = RemoteReaderPool(int(config["remote.log.reader.threads"]),
                                        int(config["remote.log.reader.max.pending.tasks"]))
+        self.copy_quota = RateQuota(
+            int(config.get("remote.log.manager.copy.max.bytes.per.second", 2 ** 63 - 1)),
+            int(config.get("remote.log.manager.copy.quota.window.num", 11)),
+            int(config.get("remote.log.manager.copy.quota.window.size.seconds", 1)))
+        self.fetch_quota = RateQuota(
+            int(config.get("remote.log.manager.fetch.max.bytes.per.second", 2 ** 63 - 1)),
+            int(config.get("remote.log.manager.fetch.quota.window.num", 11)),
+            int(config.get("remote.log.manager.fetch.quota.window.size.seconds", 1)))
+        for kind, quota in (("copy", self.copy_quota), ("fetch", self.fetch_quota)):
+            self.metrics.set_reader(f"RemoteLogManager:remote-{kind}-throttle-time-avg",
+                                    quota.throttle_ms.avg)
+            self.metrics.set_reader(f"RemoteLogManager:remote-{kind}-throttle-time-max",
+                                    quota.throttle_ms.max)
+            self.metrics.set_reader(f"RLM{kind.capitalize()}:byte-rate", quota.rate)
+        self.prefetch_max_size = _prefetch_size(config)
         self._cv = threading.Condition()
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._epochs: dict[TopicPartition, int] = {}
@@ -480,7 +518,10 @@ class RemoteLogManager:
         storage = self.storage
         segments = self._segments(p, storage, refresh=p.role == FOLLOWER)
         copy_error: BaseException | None = None
-        if p.role == LEADER:
+        if not tiering.remote_storage_enable:  # KIP-950: tiering turned off
+            self._disable(p, storage, lg)
+            return
+        if p.role == LEADER and not tiering.copy_disable:
             try:
                 self._copy(p, storage, lg, segments, result)
             except Exception as exc:  # local and remote retention still run
@@ -574,6 +615,11 @@ class RemoteLogManager:
                 break  # only segments wholly below the high watermark, earliest first
             if not self._still_leading(p, epoch):
                 return
+            try:
+                self.copy_quota.acquire(info.size,
+                                        cancelled=lambda: not self._still_leading(p, epoch))
+            except QuotaWaitCancelled:
+                return
             md = self._copy_segment(p, storage, lg, info)
             highest = md.end_offset
             result.copied.append(md)
@@ -620,7 +666,11 @@ class RemoteLogManager:
         return final
 
     def _local_retention(self, p: _Partition, lg: Log, tiering: TopicTiering) -> int:
-        ms, max_bytes = tiering.local_retention_ms, tiering.local_retention_bytes
+        copying = not tiering.copy_disable
+        if copying:
+            ms, max_bytes = tiering.local_retention_ms, tiering.local_retention_bytes
+        else:  # KIP-950: nothing more is copied, local segments live by the total retention
+            ms, max_bytes = tiering.remote_retention_ms, tiering.remote_retention_bytes
         if ms < 0 and max_bytes < 0:
             return 0
         with self._cv:
@@ -631,7 +681,7 @@ class RemoteLogManager:
         cut = None
         hw = lg.high_watermark
         for info in lg.inactive_segments():
-            if info.next_offset - 1 > highest or info.next_offset > hw:
+            if info.next_offset > hw or (copying and info.next_offset - 1 > highest):
                 break  # never delete what is not committed in the remote tier
             by_time = ms >= 0 and info.max_timestamp >= 0 and now - info.max_timestamp > ms
             by_size = max_bytes >= 0 and size - info.size >= max_bytes
@@ -641,7 +691,41 @@ class RemoteLogManager:
             cut = info.next_offset
         if cut is None:
             return 0
-        return lg.advance_local_log_start_offset(cut)
+        if cut > highest + 1 and p.role == LEADER:  # copy disabled: beyond the remote tier
+            before = len(lg.inactive_segments())
+            lg.advance_log_start_offset(cut)  # remote retention deletes what is below
+            return before - len(lg.inactive_segments())
+        return lg.advance_local_log_start_offset(min(cut, highest + 1))
+
+    def _disable(self, p: _Partition, storage: RemoteStorageManager, lg: Log) -> None:
+        """KIP-950: tiering of the partition's topic was turned off (which Kafka allows only
+        with ``remote.log.delete.on.disable=true``). The leader moves the log start offset
+        up to the local log's (no reader asks the remote tier any more), deletes every remote
+        segment and the partition's remaining objects; then (a follower at once) the
+        partition is no longer managed here. A failure raises and the run is retried."""
+        if p.role == LEADER:
+            local_start = lg.local_log_start_offset
+            if local_start > lg.log_start_offset:
+                lg.advance_log_start_offset(min(local_start, lg.high_watermark))
+            for md in storage.list_remote_segments(p.tp):
+                self._delete_remote(storage, md)
+            storage.delete_topic_partition(p.tp)
+            log.info("tiering of %s turned off: its remote data is deleted", p.tp)
+        with self._cv:
+            p.stopped = True
+            p.segments = []
+            if self._partitions.get(p.tp) is p:
+                del self._partitions[p.tp]
+            self._cv.notify_all()
+        self.metrics.remove_partition(p.tp)
+
+    def topic_config_changed(self, topic: str) -> None:
+        """A topic's config changed: its partitions' tasks run soon (a switch of KIP-950
+        takes effect at once, not at the next interval)."""
+        with self._cv:
+            tps = [tp for tp in self._partitions if tp.topic == topic]
+        for tp in tps:
+            self.trigger(tp)
 
     def _remote_retention(self, p: _Partition, storage: RemoteStorageManager, lg: Log,
                           tiering: TopicTiering, result: TaskResult) -> None:
@@ -768,15 +852,58 @@ class RemoteLogManager:
             RemoteStorageError: the remote tier failed, or returned a corrupt batch.
         """
         timeout = self.fetch_timeout_ms if timeout_ms is None else timeout_ms
+        return self.wait_read(tp, offset, self.submit_read(tp, offset, max_bytes), timeout)
+
+    def submit_read(self, tp: TopicPartition, offset: int, max_bytes: int
+                    ) -> Future[RemoteRead]:
+        """Start a read as :meth:`read` does on the reader pool and return at once: a fetch
+        starts all its remote partitions' reads this way, then waits for each with
+        :meth:`wait_read` (KAFKA-14915: one fetch reads several partitions in parallel).
+        The bytes read count against the fetch quota.
+
+        Raises:
+            RetriableRemoteStorageError: the reader pool is full
+                (``remote.log.reader.max.pending.tasks``) or shut down.
+        """
         self.metrics.mark("RemoteFetchRequestsPerSec", tp)
         try:
-            result = self.reader.run(lambda: self._read(tp, offset, max_bytes), timeout,
-                                     f"{tp} at offset {offset}")
+            return self.reader.submit(lambda: self._read(tp, offset, max_bytes))
+        except Exception:
+            self.metrics.mark("RemoteFetchErrorsPerSec", tp)
+            raise
+
+    def wait_read(self, tp: TopicPartition, offset: int, future: Future[RemoteRead],
+                  timeout_ms: float) -> RemoteRead:
+        """The result of a read started by :meth:`submit_read`, waited for at most
+        ``timeout_ms`` (the read keeps running on its thread after a timeout).
+
+        Raises:
+            RetriableRemoteStorageError: the timeout passed.
+            RemoteResourceNotFoundError, RemoteStorageError: as :meth:`read`.
+        """
+        try:
+            try:
+                result = future.result(timeout=max(timeout_ms, 0) / 1000)
+            except TimeoutError:
+                future.cancel()
+                raise RetriableRemoteStorageError(
+                    f"remote read of {tp} at offset {offset} timed out after "
+                    f"{timeout_ms:.0f} ms (remote.fetch.max.wait.ms); the remote tier is slow "
+                    "or unavailable, retry later") from None
         except Exception:
             self.metrics.mark("RemoteFetchErrorsPerSec", tp)
             raise
         self.metrics.mark("RemoteFetchBytesPerSec", tp, result.bytes_fetched)
         return result
+
+    def fetch_throttled(self) -> bool:
+        """Whether remote reads are to be skipped now: the broker's remote fetch rate is over
+        ``remote.log.manager.fetch.max.bytes.per.second`` (KIP-956). A True answer is a
+        skipped read: its throttle time is recorded (``remote-fetch-throttle-time-*``)."""
+        if self.fetch_quota.unlimited or not self.fetch_quota.exceeded():
+            return False
+        self.fetch_quota.note_skip()
+        return True
 
     def find_segment(self, tp: TopicPartition, offset: int) -> RemoteLogSegmentMetadata:
         """The remote segment holding ``offset`` (the list is refreshed once when the known
@@ -805,7 +932,37 @@ class RemoteLogManager:
         md = self.find_segment(tp, offset)
         position = self.index_cache.lookup(
             md, offset, lambda m: storage.fetch_index(m, IndexType.OFFSET))
-        return read_batches(storage, md, offset, max_bytes, position)
+        result = read_batches(storage, md, offset, max_bytes, position)
+        self.fetch_quota.record(result.bytes_fetched)
+        self._maybe_prefetch(storage, tp, md, result)
+        return result
+
+    def _maybe_prefetch(self, storage: RemoteStorageManager, tp: TopicPartition,
+                        md: RemoteLogSegmentMetadata, result: RemoteRead) -> None:
+        """KIP-1003: a read that ended within ``fetch.chunk.cache.prefetch.max.size`` bytes
+        of its segment's end asks the storage manager (when it can prefetch) to start
+        loading the rest of that budget from the start of the partition's next remote
+        segment. Never waits, never fails the read."""
+        budget = self.prefetch_max_size
+        if budget <= 0 or result.end_position < 0:
+            return
+        left = md.segment_size_in_bytes - result.end_position
+        if left >= budget:
+            return
+        prefetch = _prefetch_operation(storage)
+        if prefetch is None:
+            return
+        try:
+            with self._cv:
+                p = self._partitions.get(tp)
+            segs = self._segments(p, storage) if p is not None else []
+            following = sorted((m for m in segs if m.start_offset > md.end_offset),
+                               key=lambda m: m.start_offset)
+            if following:
+                prefetch(following[0], 0, budget - max(left, 0))
+        except Exception as exc:  # a prefetch is a hint: the read has its data
+            log.debug("prefetch of the segment after %s of %s failed: %s", md.segment_id,
+                      tp, exc)
 
 
 def read_batches(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata, offset: int,
@@ -891,10 +1048,34 @@ def read_batches(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata, of
         if pos - out_start >= max_bytes:
             break
     if out_start is None:
-        return RemoteRead(offset, b"", offset, md, fetched)
+        return RemoteRead(offset, b"", offset, md, fetched, base + pos)
     with memoryview(buf) as view:  # one copy of the batches returned, not two
         records = bytes(view[out_start:pos])
-    return RemoteRead(offset, records, next_offset, md, fetched)
+    return RemoteRead(offset, records, next_offset, md, fetched, base + pos)
+
+
+def _prefetch_size(config: Mapping[str, Any]) -> int:
+    """``fetch.chunk.cache.prefetch.max.size`` of the storage manager's settings
+    (``rsm.config.`` in the broker config; 0 when absent or malformed: no prefetch)."""
+    raw = config.get("rsm.config.fetch.chunk.cache.prefetch.max.size", 0)
+    try:
+        return max(0, int(str(raw).strip()))
+    except ValueError:
+        return 0
+
+
+def _prefetch_operation(storage: RemoteStorageManager
+                        ) -> Callable[[RemoteLogSegmentMetadata, int, int], Any] | None:
+    """The guarded ``prefetch`` operation of the storage manager, or None when it has none
+    (or the guard does not know the operation)."""
+    guarded = guard(storage)
+    try:
+        if not guarded.supports("prefetch"):
+            return None
+    except ValueError:  # a guard without the optional operation
+        return None
+    op = getattr(guarded, "prefetch", None)
+    return op if callable(op) else None
 
 
 def _segment_epochs(entries: list[tuple[int, int]], base: int, next_offset: int,

@@ -10,7 +10,8 @@ Topic resources
     (IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT, the last two for list-valued
     keys only) the topic's overrides; the result is validated as a new topic's config (unknown
     keys and bad values refused with ``INVALID_CONFIG`` naming the key; ``remote.storage.enable``
-    cannot change), stored (the controller's metadata store, or the standalone topics file) and
+    is turned off only with ``remote.log.delete.on.disable=true``, KIP-950, and never turned
+    on), stored (the controller's metadata store, or the standalone topics file) and
     applied at once to every replica's local log and to the remote tier's settings: no restart.
     ``validate_only`` checks and changes nothing. Alters run on the controller (forwarded by
     any other broker, :mod:`kafka_tiers.kafka.admin_routing`).
@@ -64,6 +65,7 @@ from kafka_tiers.kafka.security.api_rules import (
 )
 from kafka_tiers.log.config import LOG_TOPIC_KEYS, LogConfig
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
+from kafka_tiers.remote.config import BOOLEAN_TOPIC_KEYS
 from kafka_tiers.remote.config import TOPIC_KEYS as TIERING_TOPIC_KEYS
 
 #: Kafka's resource types
@@ -96,8 +98,13 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     **{k: (v,) if v else () for k, v in TIERING_TOPIC_KEYS.items()},
 }
 _TOPIC_DOCS = {"remote.storage.enable": "Tier this topic's closed segments to the remote "
-               "storage (chosen when the topic is created; needs remote.log.storage.enable "
-               "on the brokers)."}
+               "storage (chosen when the topic is created; turned off only with "
+               "remote.log.delete.on.disable=true; needs remote.log.storage.enable on the "
+               "brokers).",
+               "remote.log.copy.disable": "Copy nothing new of this tiered topic to the remote "
+               "storage; its remote data stays readable (KIP-950).",
+               "remote.log.delete.on.disable": "Delete the topic's remote data when "
+               "remote.storage.enable is turned off (required to turn it off; KIP-950)."}
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ def _type_of(kind: Any, secret: bool = False) -> int:
 def _topic_type(key: str) -> int:
     if key in LOG_TOPIC_KEYS:
         return _type_of(LOG_TOPIC_KEYS[key][1])
-    return BOOLEAN if key == "remote.storage.enable" else LONG
+    return BOOLEAN if key in BOOLEAN_TOPIC_KEYS else LONG
 
 
 def list_keys() -> frozenset[str]:
@@ -156,7 +163,7 @@ def topic_defaults(broker: Mapping[str, Any]) -> dict[str, str | None]:
     for key in TOPIC_CONFIG_KEYS:
         if key in LOG_TOPIC_KEYS:
             out[key] = _text(getattr(log_config, LOG_TOPIC_KEYS[key][0]))
-        elif key == "remote.storage.enable":
+        elif key in BOOLEAN_TOPIC_KEYS:
             out[key] = "false"
         else:
             broker_key = TIERING_TOPIC_KEYS.get(key)
