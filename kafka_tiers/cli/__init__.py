@@ -44,7 +44,7 @@ SUMMARIES: dict[str, str] = {
     "config": "Validate and show a broker configuration.",
     "dump-log": "Dump the batches and index entries of Kafka segment files.",
     "spark": "Spark jobs over the remote tier: audit it, export a topic's history.",
-    "remote": "List, describe, print and verify a partition's remote segments.",
+    "remote": "List, describe, print, verify and rekey a partition's remote segments.",
     "log-dirs": "Describe a broker's log dirs (JBOD) and plan moves between them.",
     "reassign": "Move replicas between log dirs (--execute, --verify).",
     "broker": "Run one cluster broker (broker start --config server.properties).",

@@ -1,5 +1,6 @@
-"""``kafka-tiers remote ls|describe|cat|verify``: look into a partition's remote tier through a
-storage plugin, without a broker.
+"""``kafka-tiers remote ls|describe|cat|verify|rekey``: look into a partition's remote tier
+through a storage plugin, without a broker (``rekey``, in :mod:`kafka_tiers.cli.remote_rekey`,
+rewrites manifests; the others only read).
 
 The config file is either a broker's ``server.properties`` (the plugin is its
 ``remote.storage.manager.class``, its settings the ``rsm.config.*`` keys; ``--storage`` may then
@@ -48,7 +49,8 @@ def _segment_option(required: bool) -> Any:
 def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` for opening ``plugin`` only to read: the ``local`` plugin gets
     ``dir.create=false`` (unless given), so a mistyped ``dir`` is an error, not a new empty
-    tier.
+    tier; and the object-store data path (:func:`reader_data_config`) needs only the private
+    keys of the segments read and creates no cache directory.
 
     Raises:
         PluginError: ``plugin`` cannot be resolved.
@@ -56,10 +58,27 @@ def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
     from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
     from kafka_tiers.remote.local import LocalObjectStore
 
-    out = dict(config)
+    out = reader_data_config(config)
     store_class = getattr(resolve_class(STORAGE_GROUP, plugin)[0], "store_class", None)
     if isinstance(store_class, type) and issubclass(store_class, LocalObjectStore):
         out.setdefault("dir.create", "false")
+    return out
+
+
+def reader_data_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` for a process that reads the remote tier and writes no segment (the
+    ``remote`` commands, Spark): ``encryption.enabled`` is turned off, since it only says how
+    NEW segments are written (a reader decrypts whatever a manifest says, with the private key
+    of the pair it names, and needs no ``encryption.key.pair.id``), and a ``disk`` chunk cache
+    becomes a ``memory`` one (a reader never writes into a broker's cache directory).
+    Every other key is kept. Idempotent."""
+    out = dict(config)
+    if "encryption.enabled" in out:
+        out["encryption.enabled"] = "false"
+    if str(out.get("fetch.chunk.cache.class", "")).strip().lower() in (
+            "disk", "io.aiven.kafka.tieredstorage.fetch.cache.diskchunkcache",
+            "io.aiven.kafka.tieredstorage.fetch.cache.diskbasedchunkcache"):
+        out["fetch.chunk.cache.class"] = "memory"
     return out
 
 
@@ -134,6 +153,7 @@ def remote() -> None:
           --segment 7_TGvhOvS_iIF3viOf6qnw --max-records 20
       kafka-tiers remote verify --storage local --set dir=/data/tier --topic orders
       kafka-tiers remote ls --config /etc/kafka/server.properties --topic orders
+      kafka-tiers remote rekey --config /etc/kafka/server.properties --topic orders --dry-run
     """
 
 
@@ -172,41 +192,141 @@ def ls(storage: str | None, config_file: str | None, overrides: tuple[str, ...],
 @_segment_option(required=True)
 def describe(storage: str | None, config_file: str | None, overrides: tuple[str, ...], topic: str,
              partition: int, fmt: str, segment_id: str) -> None:
-    """Show one remote segment's metadata (and its objects, for object-store plugins)."""
+    """Show one remote segment's metadata and, for object-store plugins, how it is stored.
+
+    Besides the metadata and the manifest's objects (sizes and checksums of the original
+    bytes), ``data`` says how the segment is stored: the manifest's format version, its
+    chunks and chunk size, the original and the stored size, the compression and its ratio
+    (original / stored), whether it is encrypted and the id of the key pair that wraps its
+    data key (never the key). ``cache`` holds the hits and misses of the chunk and manifest
+    caches for the reads this command did, and the downloads it made.
+    """
     tp = _tp(topic, partition)
     with _open(storage, config_file, overrides) as rsm:
         md = _find(rsm, tp, segment_id)
-        objects = _objects(rsm, md)
+        manifest = _manifest(rsm, md)
+        cache = _cache_stats(rsm)
     doc = _md_json(md)
-    doc["objects"] = objects
+    doc["objects"] = None if manifest is None else _objects_json(manifest.objects)
+    doc["data"] = None if manifest is None else data_layout(manifest)
+    doc["cache"] = cache
     if fmt == "json":
-        emit_json({"version": 2, "segment": doc})  # 2: objects carry checksum_algorithm + checksum
+        # 2: objects carry checksum_algorithm + checksum; 3: "data" and "cache"
+        emit_json({"version": 3, "segment": doc})
         return
     out = console()
     for key, value in doc.items():
-        if key != "objects":
+        if key not in ("objects", "data", "cache"):
             out.print(f"{key:24} {value}")
-    for obj in objects or []:
+    for obj in doc["objects"] or []:
+        stored = ("" if obj["stored_size"] is None
+                  else f"  stored {obj['stored_size']} bytes ({obj['stored_in']})")
         out.print(f"{'object':24} {obj['kind']:24} {obj['size']:>10} bytes  "
-                  f"{obj['checksum_algorithm']} {obj['checksum'][:16]}")
+                  f"{obj['checksum_algorithm']} {obj['checksum'][:16]}{stored}")
+    for line in _data_lines(doc["data"], cache):
+        out.print(line)
 
 
-def _manifest_objects(rsm: Any, md: Any) -> Any:
+def _manifest(rsm: Any, md: Any) -> Any:
+    """The segment's manifest through the guard, or None when the plugin keeps none."""
     from kafka_tiers.remote.guarded import guard
 
     guarded = guard(rsm)
     if not guarded.supports("read_manifest"):
         return None
-    return guarded.read_manifest(md).objects
+    return guarded.read_manifest(md)
 
 
-def _objects(rsm: Any, md: Any) -> list[dict[str, Any]] | None:
-    objects = _manifest_objects(rsm, md)
-    if objects is None:
+def _manifest_objects(rsm: Any, md: Any) -> Any:
+    manifest = _manifest(rsm, md)
+    return None if manifest is None else manifest.objects
+
+
+def _objects_json(objects: Any) -> list[dict[str, Any]]:
+    out = []
+    for o in objects:
+        stored_in = (None if o.stored_size is None else "inline" if o.inline is not None
+                     else "indexes object" if o.stored_offset is not None else "object")
+        out.append({"kind": o.kind.value, "name": o.name, "size": o.size,
+                    "checksum_algorithm": o.checksum_algorithm, "checksum": o.checksum,
+                    "stored_size": o.stored_size, "stored_in": stored_in})
+    return out
+
+
+def data_layout(manifest: Any) -> dict[str, Any]:
+    """How a segment is stored, from its manifest (a
+    :class:`~kafka_tiers.objectstore.SegmentManifest` of any format): ``format_version``,
+    ``chunks`` and ``chunk_size`` (formats 1 and 2: one chunk, the whole log),
+    ``original_size`` and ``stored_size`` of the log, ``compression`` (``"zstd"`` or None),
+    ``ratio`` (original / stored, 3 decimals; None for an empty log), ``encrypted`` and
+    ``key_id`` (the key pair wrapping the data key; None when not encrypted). Never key
+    material."""
+    from kafka_tiers.objectstore.keys import ObjectKind
+
+    log_object = manifest.object(ObjectKind.LOG)
+    original = (log_object.size if log_object is not None
+                else manifest.metadata.segment_size_in_bytes)
+    chunks = manifest.chunks
+    if chunks is not None:
+        count, chunk_size, stored = chunks.count, chunks.chunk_size, chunks.stored_size
+    else:
+        count, chunk_size, stored = (1 if original else 0), original, original
+    encryption = manifest.encryption
+    return {
+        "format_version": manifest.format_version,
+        "chunks": count,
+        "chunk_size": chunk_size,
+        "original_size": original,
+        "stored_size": stored,
+        "compression": manifest.compression,
+        "ratio": round(original / stored, 3) if stored else None,
+        "encrypted": encryption is not None,
+        "key_id": None if encryption is None else encryption.key_id,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Counters as JSON values: dataclasses and mappings become dicts, recursively."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _cache_stats(rsm: Any) -> dict[str, Any] | None:
+    """The plugin's cache counters (``cache_stats``), or None when it has no caches."""
+    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, guard
+
+    guarded = guard(rsm)
+    if "cache_stats" not in OPTIONAL_OPERATIONS or not guarded.supports("cache_stats"):
         return None
-    return [{"kind": o.kind.value, "name": o.name, "size": o.size,
-             "checksum_algorithm": o.checksum_algorithm, "checksum": o.checksum}
-            for o in objects]
+    stats = _plain(guarded.cache_stats())
+    return stats if isinstance(stats, dict) else {"stats": stats}
+
+
+def _data_lines(data: dict[str, Any] | None, cache: dict[str, Any] | None) -> list[str]:
+    """The human lines of ``describe``'s ``data`` and ``cache``."""
+    lines = []
+    if data is not None:
+        ratio = "-" if data["ratio"] is None else f"{data['ratio']:.2f}x"
+        lines += [
+            f"{'format_version':24} {data['format_version']}",
+            f"{'chunks':24} {data['chunks']} of {data['chunk_size']} bytes",
+            f"{'size':24} {data['original_size']} bytes, stored {data['stored_size']} bytes",
+            f"{'compression':24} {data['compression'] or 'none'} (ratio {ratio})",
+            f"{'encryption':24} " + (f"AES-256-GCM, data key wrapped with key pair "
+                                     f"{data['key_id']}" if data["encrypted"] else "none"),
+        ]
+    for name, counters in (cache or {}).items():
+        if isinstance(counters, dict) and "hits" in counters:
+            lines.append(f"{name + ' cache':24} {counters['hits']} hits, "
+                         f"{counters['misses']} misses")
+        elif not isinstance(counters, dict):
+            lines.append(f"{name:24} {counters}")
+    return lines
 
 
 def _text(data: bytes | None) -> dict[str, Any]:
@@ -442,4 +562,13 @@ def verify(ctx: click.Context, storage: str | None, config_file: str | None,
         ctx.exit(1)
 
 
-__all__ = ["open_read_only", "read_only_config", "remote", "verify_segment"]
+def _add_rekey() -> None:
+    from kafka_tiers.cli.remote_rekey import rekey
+
+    remote.add_command(rekey)
+
+
+_add_rekey()
+
+__all__ = ["data_layout", "open_read_only", "read_only_config", "reader_data_config", "remote",
+           "verify_segment"]
