@@ -205,10 +205,11 @@ def describe(storage: str | None, config_file: str | None, overrides: tuple[str,
     with _open(storage, config_file, overrides) as rsm:
         md = _find(rsm, tp, segment_id)
         manifest = _manifest(rsm, md)
+        layout = _layout(rsm, md)
         cache = _cache_stats(rsm)
     doc = _md_json(md)
     doc["objects"] = None if manifest is None else _objects_json(manifest.objects)
-    doc["data"] = None if manifest is None else data_layout(manifest)
+    doc["data"] = layout
     doc["cache"] = cache
     if fmt == "json":
         # 2: objects carry checksum_algorithm + checksum; 3: "data" and "cache"
@@ -253,36 +254,21 @@ def _objects_json(objects: Any) -> list[dict[str, Any]]:
     return out
 
 
-def data_layout(manifest: Any) -> dict[str, Any]:
-    """How a segment is stored, from its manifest (a
-    :class:`~kafka_tiers.objectstore.SegmentManifest` of any format): ``format_version``,
-    ``chunks`` and ``chunk_size`` (formats 1 and 2: one chunk, the whole log),
-    ``original_size`` and ``stored_size`` of the log, ``compression`` (``"zstd"`` or None),
-    ``ratio`` (original / stored, 3 decimals; None for an empty log), ``encrypted`` and
-    ``key_id`` (the key pair wrapping the data key; None when not encrypted). Never key
-    material."""
-    from kafka_tiers.objectstore.keys import ObjectKind
+def _layout(rsm: Any, md: Any) -> dict[str, Any] | None:
+    """How the segment is stored (the storage manager's ``describe_segment``: format version,
+    chunks, chunk size, original and stored size, ``ratio`` stored / original, compression,
+    ``key_id``, where the indexes are) plus ``encrypted``; None when the plugin cannot say.
+    Never key material: the manager reads the manifest only."""
+    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, guard
 
-    log_object = manifest.object(ObjectKind.LOG)
-    original = (log_object.size if log_object is not None
-                else manifest.metadata.segment_size_in_bytes)
-    chunks = manifest.chunks
-    if chunks is not None:
-        count, chunk_size, stored = chunks.count, chunks.chunk_size, chunks.stored_size
-    else:
-        count, chunk_size, stored = (1 if original else 0), original, original
-    encryption = manifest.encryption
-    return {
-        "format_version": manifest.format_version,
-        "chunks": count,
-        "chunk_size": chunk_size,
-        "original_size": original,
-        "stored_size": stored,
-        "compression": manifest.compression,
-        "ratio": round(original / stored, 3) if stored else None,
-        "encrypted": encryption is not None,
-        "key_id": None if encryption is None else encryption.key_id,
-    }
+    guarded = guard(rsm)
+    if "describe_segment" not in OPTIONAL_OPERATIONS or not guarded.supports("describe_segment"):
+        return None
+    layout = _plain(guarded.describe_segment(md))
+    if not isinstance(layout, dict):
+        return None
+    layout["encrypted"] = layout.get("key_id") is not None
+    return layout
 
 
 def _plain(value: Any) -> Any:
@@ -311,21 +297,27 @@ def _data_lines(data: dict[str, Any] | None, cache: dict[str, Any] | None) -> li
     """The human lines of ``describe``'s ``data`` and ``cache``."""
     lines = []
     if data is not None:
-        ratio = "-" if data["ratio"] is None else f"{data['ratio']:.2f}x"
+        ratio = data.get("ratio")
+        stored = data.get("stored_size")
         lines += [
-            f"{'format_version':24} {data['format_version']}",
-            f"{'chunks':24} {data['chunks']} of {data['chunk_size']} bytes",
-            f"{'size':24} {data['original_size']} bytes, stored {data['stored_size']} bytes",
-            f"{'compression':24} {data['compression'] or 'none'} (ratio {ratio})",
+            f"{'format_version':24} {data.get('format_version')}",
+            f"{'chunks':24} {data.get('chunks')} of {data.get('chunk_size')} bytes",
+            f"{'size':24} {data.get('original_size')} bytes, stored {stored} bytes"
+            + ("" if ratio is None else f" (ratio {ratio:.3f})"),
+            f"{'compression':24} {data.get('compression') or 'none'}",
             f"{'encryption':24} " + (f"AES-256-GCM, data key wrapped with key pair "
-                                     f"{data['key_id']}" if data["encrypted"] else "none"),
+                                     f"{data['key_id']}" if data.get("key_id") else "none"),
         ]
+        if data.get("indexes"):
+            lines.append(f"{'indexes':24} {data['indexes']}")
     for name, counters in (cache or {}).items():
+        label = name.replace("_", " ")
         if isinstance(counters, dict) and "hits" in counters:
-            lines.append(f"{name + ' cache':24} {counters['hits']} hits, "
-                         f"{counters['misses']} misses")
+            lines.append(f"{label:24} {counters['hits']} hits, {counters['misses']} misses")
+        elif counters is None:
+            lines.append(f"{label:24} none")
         elif not isinstance(counters, dict):
-            lines.append(f"{name:24} {counters}")
+            lines.append(f"{label:24} {counters}")
     return lines
 
 
@@ -570,5 +562,5 @@ def _add_rekey() -> None:
 
 _add_rekey()
 
-__all__ = ["data_layout", "open_read_only", "read_only_config", "reader_data_config", "remote",
+__all__ = ["open_read_only", "read_only_config", "reader_data_config", "remote",
            "verify_segment"]
