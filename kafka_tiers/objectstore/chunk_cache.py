@@ -48,13 +48,22 @@ class ChunkCache(ABC):
 
     @abstractmethod
     def get(self, key: str) -> bytes | None:
-        """The chunk under ``key``, or None (counted as a hit or a miss)."""
+        """The chunk under ``key`` (now the most recently used), or None; counted as a hit or
+        a miss. Never raises for a chunk it cannot produce: that is a miss."""
+
+    @abstractmethod
+    def contains(self, key: str) -> bool:
+        """Whether ``key`` is held now, without counting a hit or a miss or changing the
+        order of use (the loader peeks with it before a prefetch). A True may be followed by
+        a miss (eviction, a damaged file)."""
 
     @abstractmethod
     def put(self, key: str, data: bytes) -> None:
         """Keep ``data`` under ``key`` (replacing any entry), evicting least recently used
         entries while the cache holds more than its bound. A chunk larger than the bound is
-        not kept."""
+        not kept (and any older entry of ``key`` is dropped). Never raises for a chunk it
+        cannot keep (a full disk): the chunk is simply not kept. After :meth:`close`, keeps
+        nothing."""
 
     @abstractmethod
     def discard_prefix(self, prefix: str) -> int:
@@ -65,30 +74,39 @@ class ChunkCache(ABC):
         """The counters and sizes now."""
 
     def close(self) -> None:  # noqa: B027 - optional
-        """Release what the cache holds (a disk cache deletes its own files). Idempotent."""
+        """Release what the cache holds (a disk cache deletes its own files); later calls
+        miss and keep nothing. Idempotent."""
 
 
 class MemoryChunkCache(ChunkCache):
     """Chunks in memory, least recently used evicted first, entries unused for
-    ``retention_ms`` dropped.
+    ``retention_ms`` dropped (on the next call: there is no background thread).
 
     Args:
-        max_bytes: the most bytes held.
-        retention_ms: how long an unused entry is kept.
+        max_bytes: the most bytes held (>= 1); :meth:`put` never leaves more, whatever the
+            sequence of calls or threads.
+        retention_ms: how long an unused entry is kept (>= 1).
         clock: seconds (monotonic), for tests.
+
+    Raises:
+        ValueError: a bound below 1.
     """
 
     def __init__(self, max_bytes: int, retention_ms: int = 600_000, *,
                  clock: Callable[[], float] | None = None) -> None:
         if max_bytes < 1:
-            raise ValueError("max_bytes must be >= 1")
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        if retention_ms < 1:
+            raise ValueError(f"retention_ms must be >= 1, got {retention_ms}")
         self.max_bytes = max_bytes
         self.retention_s = retention_ms / 1000
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
+        # in order of last use, least recent first: (data, time of last use)
         self._entries: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._bytes = 0
         self._hits = self._misses = self._evictions = 0
+        self._closed = False
 
     def _expire(self, now: float) -> None:
         while self._entries:
@@ -112,6 +130,12 @@ class MemoryChunkCache(ChunkCache):
             self._hits += 1
             return entry[0]
 
+    def contains(self, key: str) -> bool:
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            return key in self._entries
+
     def put(self, key: str, data: bytes) -> None:
         data = bytes(data)
         now = self._clock()
@@ -119,7 +143,7 @@ class MemoryChunkCache(ChunkCache):
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= len(old[0])
-            if len(data) > self.max_bytes:
+            if self._closed or len(data) > self.max_bytes:
                 return
             self._entries[key] = (data, now)
             self._bytes += len(data)
@@ -137,12 +161,15 @@ class MemoryChunkCache(ChunkCache):
             return len(keys)
 
     def stats(self) -> CacheStats:
+        now = self._clock()
         with self._lock:
+            self._expire(now)
             return CacheStats(self._hits, self._misses, self._evictions, len(self._entries),
                               self._bytes, self.max_bytes)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._entries.clear()
             self._bytes = 0
 

@@ -6,14 +6,32 @@ from the cache, joins a download of the same key already in flight, or downloads
 caller's thread; :meth:`ChunkLoader.prefetch` starts downloads on the pool and returns at once;
 :meth:`ChunkLoader.get_many` downloads several chunks in parallel (parallel ranged reads of one
 segment).
+
+The rules it keeps:
+
+- Single flight: while a load of a key runs, every other reader of the key waits for it; they
+  all get its bytes, or all get its error.
+- A failed load leaves nothing behind: the key is free again before its waiters see the
+  error, nothing is cached, and the next reader loads again.
+- Readers never queue behind prefetches: the pool takes a reader's downloads
+  (:meth:`~ChunkLoader.get_many`) before any prefetch, and a reader that needs a chunk whose
+  download is still waiting for a thread runs it itself.
+- Prefetches are hints: at most ``max_pending`` wait for a thread (more are dropped and
+  counted), a failed one is logged at debug level and forgotten, and none runs without a cache.
+- :meth:`~ChunkLoader.close` never waits for a download: every reader still waiting gets a
+  :class:`~kafka_tiers.api.errors.RetriableRemoteStorageError` at once, downloads still
+  running finish on their own thread and keep nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
 
 from kafka_tiers.api.errors import RetriableRemoteStorageError
 from kafka_tiers.objectstore.chunk_cache import ChunkCache
@@ -22,145 +40,321 @@ log = logging.getLogger(__name__)
 
 Load = Callable[[], bytes]
 
+#: prefetched chunks remembered until a reader uses them (for the prefetch-hit counter)
+_PREFETCHED_MEMORY = 4096
+#: a pool thread with nothing to do for this long ends (a new one starts on demand)
+_IDLE_S = 30.0
+
+
+@dataclass(frozen=True)
+class LoaderStats:
+    """What a :class:`ChunkLoader` has done since it was made.
+
+    Attributes:
+        downloads: loads that returned bytes (readers', parallel and prefetch loads).
+        download_failures: loads that raised.
+        prefetches: prefetch loads queued.
+        prefetches_dropped: prefetches not queued because ``max_pending`` were waiting.
+        prefetch_hits: chunks a reader got from a prefetch (from the cache, or by joining
+            the prefetch's download in flight).
+        in_flight: loads queued or running now.
+    """
+
+    downloads: int
+    download_failures: int
+    prefetches: int
+    prefetches_dropped: int
+    prefetch_hits: int
+    in_flight: int
+
+
+class _Flight:
+    """One load of one key: its future, and whether a thread has taken it."""
+
+    __slots__ = ("by_pool", "future", "key", "load", "prefetch", "queued", "started")
+
+    def __init__(self, key: str, load: Load, prefetch: bool) -> None:
+        self.key = key
+        self.load = load
+        self.future: Future[bytes] = Future()
+        self.started = False  # a thread has taken it (it runs or ran)
+        self.by_pool = False  # and that thread is a pool thread
+        self.prefetch = prefetch
+        self.queued = False  # waits in a pool queue, not yet taken
+
 
 class ChunkLoader:
-    """Single-flight chunk loads through an optional cache.
+    """Single-flight chunk loads through an optional cache (module docstring for the rules).
 
     Args:
-        cache: where loaded chunks are kept (None: nothing is kept, but concurrent loads of
-            one key still share one download).
-        threads: the download pool's size (prefetches and :meth:`get_many`).
+        cache: where loaded chunks are kept (None: nothing is kept and prefetches do
+            nothing, but concurrent loads of one key still share one download).
+        threads: the download pool's size (prefetches and :meth:`get_many`), >= 1.
         max_pending: prefetches that may wait for a thread; more are dropped (a prefetch is
             only a hint).
 
-    Thread-safe.
+    Thread-safe. The loader does not own the cache: :meth:`close` leaves it open.
     """
 
     def __init__(self, cache: ChunkCache | None, threads: int = 4, *,
                  max_pending: int = 256) -> None:
         self.cache = cache
         self.threads = max(1, threads)
-        self.max_pending = max_pending
+        self.max_pending = max(0, max_pending)
         self._lock = threading.Lock()
-        self._inflight: dict[str, Future[bytes]] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._work = threading.Condition(self._lock)
+        self._inflight: dict[str, _Flight] = {}
+        self._readers_queue: deque[_Flight] = deque()
+        self._prefetch_queue: deque[_Flight] = deque()
+        self._workers = 0
+        self._idle = 0
+        self._queued_prefetches = 0
         self._closed = False
-        self.downloads = 0
+        self._prefetched: OrderedDict[str, None] = OrderedDict()
+        self._downloads = self._failures = 0
+        self._prefetches = self._dropped = self._prefetch_hits = 0
 
-    def _executor(self) -> ThreadPoolExecutor:
+    # -- counters -------------------------------------------------------------------------
+
+    @property
+    def downloads(self) -> int:
+        """Loads that returned bytes so far."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads,
-                                                thread_name_prefix="kafka-tiers-chunk")
-            return self._pool
+            return self._downloads
 
-    def _claim(self, key: str) -> tuple[Future[bytes], bool]:
-        """The future of ``key``'s load and whether the caller must run it."""
+    def stats(self) -> LoaderStats:
+        """The counters now."""
         with self._lock:
-            future = self._inflight.get(key)
-            if future is not None:
-                return future, False
-            future = Future()
-            self._inflight[key] = future
-            return future, True
+            return LoaderStats(self._downloads, self._failures, self._prefetches,
+                               self._dropped, self._prefetch_hits, len(self._inflight))
 
-    def _run(self, key: str, load: Load, future: Future[bytes]) -> None:
+    def _served_from_cache(self, key: str) -> None:
+        with self._lock:
+            if key in self._prefetched:
+                del self._prefetched[key]
+                self._prefetch_hits += 1
+
+    # -- flights --------------------------------------------------------------------------
+
+    def _claim(self, key: str, load: Load, prefetch: bool = False) -> tuple[_Flight, bool]:
+        """The flight of ``key`` and whether the caller made it (called with the lock held)."""
+        if self._closed:
+            raise RetriableRemoteStorageError("the chunk loader is closed")
+        flight = self._inflight.get(key)
+        if flight is not None:
+            return flight, False
+        flight = _Flight(key, load, prefetch)
+        self._inflight[key] = flight
+        return flight, True
+
+    def _take(self, flight: _Flight, *, pool: bool = False) -> bool:
+        """Whether the caller (a pool thread when ``pool``) now runs ``flight``: nobody had
+        taken it."""
+        with self._lock:
+            if flight.started or flight.future.done():
+                return False
+            flight.started = True
+            flight.by_pool = pool
+            if flight.queued:
+                flight.queued = False
+                if flight.prefetch:
+                    self._queued_prefetches -= 1
+            return True
+
+    def _free(self, flight: _Flight, *, failed: bool = False) -> None:
+        """Forget ``flight`` as the key's load (the next reader of the key loads again)."""
+        with self._lock:
+            if self._inflight.get(flight.key) is flight:
+                del self._inflight[flight.key]
+            if failed:
+                self._failures += 1
+
+    def _execute(self, flight: _Flight) -> None:
+        """Run the load, then answer the waiters, keep the chunk, free the key. On failure
+        the key is freed before the waiters see the error, so a retry loads again."""
+        if self.cache is not None and self.cache.contains(flight.key):
+            # a load of the key ended between the claimer's cache miss and its claim
+            cached = self.cache.get(flight.key)
+            if cached is not None:
+                self._free(flight)
+                _settle(flight.future, data=cached)
+                return
         try:
-            data = load()
+            data = flight.load()
         except BaseException as exc:
-            with self._lock:
-                self._inflight.pop(key, None)
-            future.set_exception(exc)
+            self._free(flight, failed=True)
+            _settle(flight.future, error=exc)
+            if flight.prefetch:
+                log.debug("prefetch of %s failed: %s", flight.key, exc)
             if not isinstance(exc, Exception):
                 raise
             return
-        if self.cache is not None:
-            self.cache.put(key, data)
+        _settle(flight.future, data=data)  # waiters go on while the cache writes
+        if self.cache is not None and not self._closed:
+            try:
+                self.cache.put(flight.key, data)
+            except Exception as exc:  # a cache that fails must not fail the read
+                log.warning("chunk cache put of %s failed: %s", flight.key, exc)
+        self._free(flight)
         with self._lock:
-            self._inflight.pop(key, None)
-            self.downloads += 1
-        future.set_result(data)
+            self._downloads += 1
+            if flight.prefetch and flight.by_pool:
+                self._prefetched[flight.key] = None
+                if len(self._prefetched) > _PREFETCHED_MEMORY:
+                    self._prefetched.popitem(last=False)
+
+    def _wait(self, flight: _Flight) -> bytes:
+        """Run ``flight`` here if nobody has, then its bytes (or its error)."""
+        if self._take(flight):
+            self._execute(flight)
+            return flight.future.result()
+        result = flight.future.result()
+        if flight.prefetch and flight.by_pool:  # joined a prefetch's download
+            with self._lock:
+                self._prefetch_hits += 1
+        return result
+
+    # -- the pool ------------------------------------------------------------------------
+
+    def _enqueue(self, flight: _Flight) -> None:
+        """Queue ``flight`` for the pool (lock held), starting a thread when none is idle."""
+        flight.queued = True
+        if flight.prefetch:
+            self._queued_prefetches += 1
+            self._prefetch_queue.append(flight)
+        else:
+            self._readers_queue.append(flight)
+        waiting = len(self._readers_queue) + len(self._prefetch_queue)
+        if waiting > self._idle and self._workers < self.threads:
+            self._workers += 1
+            try:
+                threading.Thread(target=self._worker, name="kafka-tiers-chunk",
+                                 daemon=True).start()
+            except RuntimeError as exc:  # no thread: readers run their own loads
+                self._workers -= 1
+                log.warning("cannot start a chunk download thread: %s", exc)
+        self._work.notify()
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._readers_queue \
+                        and not self._prefetch_queue:
+                    self._idle += 1
+                    woken = self._work.wait(_IDLE_S)
+                    self._idle -= 1
+                    if not woken and not self._readers_queue and not self._prefetch_queue:
+                        self._workers -= 1
+                        return
+                if self._closed:
+                    self._workers -= 1
+                    return
+                queue = self._readers_queue or self._prefetch_queue
+                flight = queue.popleft()
+            if self._take(flight, pool=True):
+                # the waiters have the load's error; the thread goes on with the next load
+                with contextlib.suppress(BaseException):
+                    self._execute(flight)
+
+    # -- the interface -------------------------------------------------------------------
 
     def get(self, key: str, load: Load) -> bytes:
         """The chunk under ``key``: from the cache, from a load of it already in flight, or
         from ``load()`` run on this thread (then kept in the cache).
 
         Raises:
+            RetriableRemoteStorageError: the loader is closed (also raised to readers
+                waiting when it closes).
             Exception: whatever ``load`` raised (every reader waiting on that load gets it;
                 nothing is cached, so the next call tries again).
         """
+        if self._closed:
+            raise RetriableRemoteStorageError("the chunk loader is closed")
         if self.cache is not None:
             data = self.cache.get(key)
             if data is not None:
+                self._served_from_cache(key)
                 return data
-        future, mine = self._claim(key)
-        if mine:
-            self._run(key, load, future)
-        return future.result()
-
-    def prefetch(self, key: str, load: Load) -> None:
-        """Start loading ``key`` on the pool unless it is cached or in flight; returns at once.
-        A failed prefetch is logged (debug) and forgotten."""
-        if self._closed or (self.cache is not None and self._peek(key)):
-            return
         with self._lock:
-            if key in self._inflight or len(self._inflight) >= self.max_pending:
-                return
-        future, mine = self._claim(key)
-        if not mine:
-            return
-        try:
-            self._executor().submit(self._quiet, key, load, future)
-        except RuntimeError:  # shut down
-            with self._lock:
-                self._inflight.pop(key, None)
-            future.cancel()
+            flight, _ = self._claim(key, load)
+        return self._wait(flight)
 
-    def _quiet(self, key: str, load: Load, future: Future[bytes]) -> None:
-        self._run(key, load, future)
-        if future.exception() is not None:
-            log.debug("prefetch of %s failed: %s", key, future.exception())
-
-    def _peek(self, key: str) -> bool:
-        peek = getattr(self.cache, "contains", None)
-        return bool(peek(key)) if callable(peek) else False
+    def prefetch(self, key: str, load: Load) -> bool:
+        """Queue a load of ``key`` on the pool unless there is no cache, it is cached or in
+        flight, ``max_pending`` prefetches already wait, or the loader is closed; returns at
+        once, whether it was queued. A failed prefetch is logged (debug) and forgotten."""
+        if self.cache is None or self._closed or self.cache.contains(key):
+            return False
+        with self._lock:
+            if self._closed or key in self._inflight:
+                return False
+            if self._queued_prefetches >= self.max_pending:
+                self._dropped += 1
+                return False
+            flight, _ = self._claim(key, load, prefetch=True)
+            self._prefetches += 1
+            self._enqueue(flight)
+            return True
 
     def get_many(self, items: Sequence[tuple[str, Load]]) -> list[bytes]:
-        """The chunks of ``items`` in order, the missing ones downloaded in parallel on the
-        pool (the first on this thread).
+        """The chunks of ``items``, in the order given: cached ones from the cache, the others
+        downloaded in parallel (up to ``threads`` at once on the pool, and on this thread,
+        which runs any download still waiting for a pool thread when it needs it).
 
         Raises:
-            Exception: the first failure (in order), once every download started has ended.
+            RetriableRemoteStorageError: the loader is closed.
+            Exception: the error of the first item (in order) whose load failed; downloads
+                of later items already started go on and are cached.
         """
         if len(items) <= 1:
             return [self.get(k, f) for k, f in items]
-        futures: list[Future[bytes]] = []
-        for key, load in items[1:]:
+        if self._closed:
+            raise RetriableRemoteStorageError("the chunk loader is closed")
+        slots: list[bytes | _Flight] = []
+        here = True  # the first load to run runs on this thread, at once
+        for key, load in items:
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
-                done: Future[bytes] = Future()
-                done.set_result(cached)
-                futures.append(done)
+                self._served_from_cache(key)
+                slots.append(cached)
                 continue
-            future, mine = self._claim(key)
-            if mine:
-                self._executor().submit(self._run, key, load, future)
-            futures.append(future)
-        first = self.get(*items[0])
-        return [first] + [f.result() for f in futures]
+            with self._lock:
+                flight, mine = self._claim(key, load)
+                if mine and not here:
+                    self._enqueue(flight)
+                here = here and not mine
+            slots.append(flight)
+        return [slot if isinstance(slot, bytes) else self._wait(slot) for slot in slots]
 
     def close(self) -> None:
-        """Stop the pool (downloads in flight finish; queued prefetches are dropped)."""
-        self._closed = True
+        """Stop the pool without waiting for it: queued loads are dropped, every reader
+        waiting (for any load) gets :class:`RetriableRemoteStorageError` at once, later calls
+        raise it. Loads still running finish on their thread and keep nothing. Idempotent."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        with self._lock:  # loads dropped from the queue never ran: fail their waiters
-            stranded = [f for f in self._inflight.values() if not f.done()]
+            self._closed = True
+            flights = list(self._inflight.values())
             self._inflight.clear()
-        for future in stranded:
-            future.set_exception(RetriableRemoteStorageError("the chunk loader is closed"))
+            self._readers_queue.clear()
+            self._prefetch_queue.clear()
+            self._queued_prefetches = 0
+            self._prefetched.clear()
+            self._work.notify_all()
+        for flight in flights:
+            _settle(flight.future, error=RetriableRemoteStorageError(
+                f"the chunk loader closed while {flight.key} was loading"))
 
 
-__all__ = ["ChunkLoader", "Load"]
+def _settle(future: Future[bytes], *, data: bytes | None = None,
+            error: BaseException | None = None) -> None:
+    """Answer ``future`` unless it has been answered (close() fails every waiter first)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            assert data is not None
+            future.set_result(data)
+    except InvalidStateError:
+        pass
+
+
+__all__ = ["ChunkLoader", "Load", "LoaderStats"]
