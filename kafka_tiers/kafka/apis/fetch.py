@@ -21,11 +21,19 @@ What a consumer fetch gets, per partition (Kafka's ``ReplicaManager.fetchMessage
       ``remote.fetch.max.wait.ms``: only that partition; the others of the response carry
       their data.
 Remote reads
-    At most one partition per request is read from the remote tier (as Kafka): others that
-    need it get no records and no error, and are read by the client's next fetch. The read
-    runs on the remote log manager's reader pool and is waited for at most
-    ``remote.fetch.max.wait.ms``; a remote outage costs one partition of one request that
-    long, never another connection.
+    Every partition of a request that needs the remote tier is read from it, all at once
+    (KAFKA-14915; Kafka before 4.2 read one per request): the reads are submitted together to
+    the remote log manager's reader pool (``remote.log.reader.threads``; beyond
+    ``remote.log.reader.max.pending.tasks`` waiting a read is refused: that partition's
+    ``KAFKA_STORAGE_ERROR``, retriable) before anything is waited for, and each is waited for
+    at most ``remote.fetch.max.wait.ms`` from its start, so N slow remote partitions cost
+    about one delay, not N. The response stays within its byte bounds in request order: a
+    remote partition is read with ``min(partition_max_bytes, max_bytes)`` and its batches
+    are then cut to what the partitions before it left (whole batches; the first partition
+    with data keeps its first batch, KIP-74). While the broker's remote fetch rate is over
+    ``remote.log.manager.fetch.max.bytes.per.second`` (KIP-956) a remote partition gets no
+    records and no error (the client asks again), as Kafka. A remote outage costs the
+    partitions that need it that long, never another connection.
 Long poll
     When fewer than ``min_bytes`` are readable (and nothing failed), the request waits until
     they are or ``max_wait_ms`` passes (capped by ``request.timeout.ms``), sleeping on the
@@ -66,12 +74,13 @@ import os
 import struct
 import time
 import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka.protocol.schemas.fields.codecs import Int32, UnsignedVarInt32
 
-from kafka_tiers.api import RemoteStorageError, TopicPartition
+from kafka_tiers.api import RemoteResourceNotFoundError, RemoteStorageError, TopicPartition
 from kafka_tiers.api.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_tiers.kafka import codec
 from kafka_tiers.kafka.cluster_state import ClusterState
@@ -103,8 +112,9 @@ from kafka_tiers.kafka.request_partitions import topic_partition_or_error
 from kafka_tiers.kafka.security.api_rules import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from kafka_tiers.kafka.topic_ids import topic_name
 from kafka_tiers.log.errors import OffsetOutOfRangeError
-from kafka_tiers.log.log import RegionRead
+from kafka_tiers.log.log import Log, RegionRead
 from kafka_tiers.log.log_dir_failure import ResourceExhaustedError
+from kafka_tiers.log.records import LOG_OVERHEAD
 from kafka_tiers.placement.limits import LimitExceededError, check_request_entries
 
 log = logging.getLogger(__name__)
@@ -342,15 +352,82 @@ def _wants(ctx: RequestContext, request: Any) -> list[_Want]:
     return out
 
 
+@dataclass
+class _RemoteAsk:
+    """A remote read started for one partition before the request's partitions are read in
+    order (every remote read of a request runs in parallel)."""
+
+    future: Future[Any] | None
+    started: float
+    #: the read could not start (the reader pool refused it)
+    error: BaseException | None = None
+    #: the fetch quota is exceeded: no read, no records, no error
+    throttled: bool = False
+
+
+def _start_remote_reads(ctx: RequestContext, wants: list[_Want], limit: int
+                        ) -> dict[int, _RemoteAsk]:
+    """Start the remote read of every partition that needs the remote tier now (the
+    checks of :func:`_read_one` repeated cheaply), all on the reader pool; by index in
+    ``wants``."""
+    broker = ctx.broker
+    rlm = getattr(broker, "rlm", None)
+    lm = broker.log_manager
+    out: dict[int, _RemoteAsk] = {}
+    if rlm is None or lm is None:
+        return out
+    for i, w in enumerate(wants):
+        if w.topic is None or w.denied:
+            continue
+        tp, _ = topic_partition_or_error(w.topic, w.partition)
+        if tp is None:
+            continue
+        try:
+            leads, epoch = broker.leadership(tp)
+        except Exception:
+            continue
+        if not leads or (w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch):
+            continue
+        lg = lm.get_log(tp)
+        if (lg is None or not lg.log_start_offset <= w.offset < lg.local_log_start_offset
+                or not broker.tiered(tp)):
+            continue
+        max_bytes = max(1, min(w.max_bytes, limit))
+        if rlm.fetch_throttled():
+            out[i] = _RemoteAsk(None, time.monotonic(), throttled=True)
+            continue
+        try:
+            out[i] = _RemoteAsk(rlm.submit_read(tp, w.offset, max_bytes), time.monotonic())
+        except Exception as exc:  # the pool refused it: this partition's retriable error
+            out[i] = _RemoteAsk(None, time.monotonic(), error=exc)
+    return out
+
+
+def _cut_batches(data: bytes, budget: int, min_one: bool) -> bytes:
+    """The longest prefix of whole batches of ``data`` within ``budget`` bytes (the first
+    batch whatever its size when ``min_one``)."""
+    if len(data) <= budget:
+        return data
+    pos = 0
+    while pos + LOG_OVERHEAD <= len(data):
+        size = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True) + LOG_OVERHEAD
+        if pos + size > len(data) or (pos + size > budget and not (min_one and pos == 0)):
+            break
+        pos += size
+    return data[:pos]
+
+
 def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
               remote_allowed: bool) -> _Pass:
-    """Read every partition once, in order, within the response's byte budget."""
+    """Read every partition once, in order, within the response's byte budget; the remote
+    reads all started first (see the module docstring)."""
     result = _Pass()
     min_one = True
-    for w in wants:
+    asks = _start_remote_reads(ctx, wants, limit) if remote_allowed else {}
+    for i, w in enumerate(wants):
         try:
-            g = _read_one(ctx, w, limit, min_one,
-                          remote_allowed=remote_allowed and not result.remote_read)
+            g = _read_one(ctx, w, limit, min_one, remote_allowed=remote_allowed,
+                          ask=asks.pop(i, None))
         except ResourceExhaustedError as exc:  # out of descriptors: retriable
             log.warning("kafka fetch: reading %s-%s: %s", w.topic, w.partition, exc)
             g = _Got(KAFKA_STORAGE_ERROR)
@@ -370,7 +447,7 @@ def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
 
 
 def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
-              remote_allowed: bool) -> _Got:
+              remote_allowed: bool, ask: _RemoteAsk | None = None) -> _Got:
     broker = ctx.broker
     if w.topic is None:
         return _Got(UNKNOWN_TOPIC_ID)
@@ -417,21 +494,41 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
             if region.size > 0:
                 g.region = region
             return g
-    # below the local log: the remote tier (tiered topics), once per request
+    # below the local log: the remote tier (tiered topics), read in parallel with the
+    # request's other remote partitions (started by _start_remote_reads)
     if not broker.tiered(tp):
         return _out_of_range(lg.high_watermark)
-    if not remote_allowed or (max_bytes == 0 and not min_one):
+    if not remote_allowed or (max_bytes == 0 and not min_one) or ask is None:
+        if ask is not None and ask.future is not None:
+            ask.future.cancel()  # its bytes are not wanted; a running read just ends
+        if remote_allowed and ask is None and w.offset < lg.log_start_offset:
+            return _Got(OFFSET_OUT_OF_RANGE, high_watermark=lg.high_watermark, remote=True)
         return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset)
+    return _remote_answer(ctx, tp, lg, w, ask, max_bytes, min_one)
+
+
+def _remote_answer(ctx: RequestContext, tp: TopicPartition, lg: Log, w: _Want,
+                   ask: _RemoteAsk, budget: int, min_one: bool) -> _Got:
+    """A remote partition's answer: its read's batches cut to ``budget``, or its error."""
+    rlm = ctx.broker.rlm
+    if ask.throttled:  # KIP-956: no records, no error; the client asks again
+        return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset,
+                    remote=True)
     try:
-        res = broker.fetch(tp, w.offset, max(max_bytes, 1))
-    except OffsetOutOfRangeError:
-        return _Got(OFFSET_OUT_OF_RANGE, remote=True)
+        if ask.error is not None:
+            raise ask.error
+        assert ask.future is not None and rlm is not None
+        left_ms = rlm.fetch_timeout_ms - (time.monotonic() - ask.started) * 1000
+        res = rlm.wait_read(tp, w.offset, ask.future, left_ms)
+    except RemoteResourceNotFoundError:
+        return _Got(OFFSET_OUT_OF_RANGE, high_watermark=lg.high_watermark, remote=True)
     except RemoteStorageError as exc:
         log.warning("kafka fetch: remote read of %s at offset %d failed: %s", tp, w.offset,
                     exc)
         return _Got(KAFKA_STORAGE_ERROR, remote=True)
-    return _Got(high_watermark=res.high_watermark, log_start_offset=res.log_start_offset,
-                data=res.records, remote=True)
+    return _Got(high_watermark=lg.high_watermark,
+                log_start_offset=min(res.segment.start_offset, lg.log_start_offset),
+                data=_cut_batches(res.records, budget, min_one), remote=True)
 
 
 def _out_of_range(high_watermark: int) -> _Got:
