@@ -77,6 +77,10 @@ class StorageCapability(StrEnum):
     #: The plugin is built on the object-store level, so the suite can wrap its object store
     #: to inject faults and count open streams.
     FAULT_INJECTION = "fault_injection"
+    #: The plugin stores segments as chunks it can compress (zstd) and encrypt (AES-256-GCM
+    #: with wrapped data keys) and reads them back through a chunk cache (the object-store
+    #: level's data path).
+    DATA_TRANSFORMS = "data_transforms"
 
 
 def _new_segment_id() -> str:

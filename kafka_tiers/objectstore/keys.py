@@ -1,8 +1,9 @@
 """The key layout of the remote tier.
 
 ``<prefix>/<topic>-<partition>/<20-digit start offset>-<segment id>.<kind>`` where kind is
-``log``, ``index``, ``timeindex``, ``snapshot``, ``txnindex``, ``leader-epoch-checkpoint`` or
-``manifest`` (``<prefix>/`` is absent when the prefix is empty). Topic names must be legal
+``log``, ``index``, ``timeindex``, ``snapshot``, ``txnindex``, ``leader-epoch-checkpoint``,
+``indexes`` (format 3: the five indexes in one object) or ``manifest`` (``<prefix>/`` is
+absent when the prefix is empty). Topic names must be legal
 Kafka topic names (``[A-Za-z0-9._-]``, at most 249).
 """
 
@@ -28,6 +29,9 @@ class ObjectKind(Enum):
     PRODUCER_SNAPSHOT = "snapshot"
     TRANSACTION_INDEX = "txnindex"
     LEADER_EPOCH = "leader-epoch-checkpoint"
+    #: format 3: the encoded indexes of a segment, one after the other, when they are too
+    #: large to be stored inline in the manifest
+    INDEXES = "indexes"
     MANIFEST = "manifest"
 
 

@@ -19,6 +19,20 @@ Commit protocol
     :meth:`ObjectStoreRemoteStorageManager.collect_orphans` removes later). A delete removes the
     manifest first, then the data.
 
+Data path (format 3 manifests, :mod:`kafka_tiers.objectstore.manifest`)
+    The log is cut into chunks of ``chunk.size`` original bytes, each encoded on its own by the
+    segment's :class:`~kafka_tiers.objectstore.transforms.SegmentTransform` (zstd when
+    ``compression.enabled``, unless ``compression.heuristic.enabled`` and the first batch is
+    already compressed; AES-256-GCM with a fresh data key per segment when
+    ``encryption.enabled``, the data key wrapped with the active key pair) and streamed into
+    one ``.log`` object, the original and stored CRC-32C computed in the same pass. The five
+    indexes are encoded too and kept inline in the manifest when they total at most
+    :data:`INLINE_INDEXES_MAX` stored bytes, else in one ``.indexes`` object. A fetch reads
+    only the chunks covering its range (one ranged read per chunk, through the chunk cache and
+    the single-flight :class:`~kafka_tiers.objectstore.chunk_loader.ChunkLoader`), and returns
+    a lazy stream. Manifests are cached (``fetch.manifest.cache.*``). Segments of format 1 and
+    2 are read through the same path as identity chunks of ``chunk.size``.
+
 Listing
     From the manifests only. When several manifests share a start offset (a copy retried with a
     new segment id), the one with the highest commit sequence (nanoseconds since the epoch,
@@ -29,12 +43,15 @@ Listing
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import io
 import json
 import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -59,6 +76,12 @@ from kafka_tiers.api.storage import (
     StorageCapability,
     check_range,
 )
+from kafka_tiers.log.records import HEADER_SIZE
+from kafka_tiers.objectstore.chunk_cache import build_chunk_cache
+from kafka_tiers.objectstore.chunk_index import ChunkIndex
+from kafka_tiers.objectstore.chunk_loader import ChunkLoader
+from kafka_tiers.objectstore.data_settings import DataSettings
+from kafka_tiers.objectstore.encryption import UnknownKeyError, new_data_key
 from kafka_tiers.objectstore.keys import (
     INDEX_KINDS,
     ObjectKind,
@@ -73,10 +96,30 @@ from kafka_tiers.objectstore.manifest import (
     CRC32C,
     ManifestObject,
     SegmentManifest,
+    WrappedDataKey,
     new_hasher,
     next_commit_sequence,
 )
-from kafka_tiers.objectstore.streams import COPY_CHUNK, HashingReader, LocalReadError, managed
+from kafka_tiers.objectstore.manifest_cache import ManifestCache
+from kafka_tiers.objectstore.segment_stream import ChunkedSegmentStream
+from kafka_tiers.objectstore.streams import (
+    COPY_CHUNK,
+    CopyCancelled,
+    EncodingReader,
+    HashingReader,
+    LocalReadError,
+    ManagedStream,
+    managed,
+)
+from kafka_tiers.objectstore.transforms import (
+    ENCRYPTION_OVERHEAD,
+    ZSTD,
+    CorruptChunkError,
+    SegmentTransform,
+    batches_compressed,
+    index_label,
+    log_label,
+)
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +128,28 @@ _MANAGER_CLASSES: dict[tuple[type, type], Any] = {}
 _MANAGER_CLASSES_LOCK = threading.Lock()
 
 
+#: Indexes whose stored bytes total at most this are kept inline in the manifest.
+INLINE_INDEXES_MAX = 64 << 10
+#: Segments whose last read position is remembered to detect sequential reads.
+_SEQUENTIAL_TRACKED = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class _Source:
     kind: ObjectKind
     path: str | None
     content: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """A committed segment as the fetch path reads it (what the manifest cache holds)."""
+
+    manifest: SegmentManifest
+    chunks: ChunkIndex
+    transform: SegmentTransform
+    log_key: str
+    indexes_key: str
 
 
 class ObjectStoreRemoteStorageManager(RemoteStorageManager):
@@ -109,16 +169,24 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
 
     CAPABILITIES: ClassVar[frozenset[str]] = frozenset({
         StorageCapability.FAULT_INJECTION, StorageCapability.ORPHAN_COLLECTION,
-        StorageCapability.LARGE_SEGMENTS,
+        StorageCapability.LARGE_SEGMENTS, StorageCapability.DATA_TRANSFORMS,
     })
     store_class: ClassVar[type[ObjectStore] | None] = None
 
     _store: ObjectStore | None = None
     _prefix: str = ""
+    _settings: DataSettings = DataSettings()
+    _loader: ChunkLoader | None = None
+    _manifests_cache: ManifestCache[_Segment] | None = None
 
     def __init__(self) -> None:
         self._store = None
         self._prefix = ""
+        self._settings = DataSettings()
+        self._loader = None
+        self._manifests_cache = None
+        self._reads_lock = threading.Lock()
+        self._last_reads: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -173,15 +241,19 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         return self.store_class.from_config(config)
 
     def configure(self, config: Mapping[str, str]) -> None:
-        """Read ``key.prefix`` and build the store with :meth:`create_object_store`; the key
-        prefix in use is the store's :attr:`ObjectStore.base_prefix` with ``key.prefix`` nested
-        below it.
+        """Read ``key.prefix`` and the data-path settings
+        (:class:`~kafka_tiers.objectstore.data_settings.DataSettings`), build the chunk cache,
+        the chunk loader, the manifest cache, and the store with :meth:`create_object_store`
+        (it receives every key and ignores the data-path ones); the key prefix in use is the
+        store's :attr:`ObjectStore.base_prefix` with ``key.prefix`` nested below it.
 
         Raises:
-            ConfigError: a bad value (from the store or an unsafe prefix).
+            ConfigError: a bad value (from the store, the data-path settings or an unsafe
+                prefix).
         """
         from kafka_tiers.api.errors import ConfigError
 
+        settings = DataSettings.from_config(config)
         try:
             prefix = normalize_prefix(config.get("key.prefix", ""))
         except RemoteStorageError as exc:
@@ -196,13 +268,55 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             raise ConfigError(f"the store's base prefix: {exc}",
                               expected="/-separated parts of A-Z a-z 0-9 . _ - = + , @ ~"
                               ) from None
+        try:
+            cache = build_chunk_cache(settings.cache)
+        except BaseException:
+            store.close()
+            raise
+        self._close_data_path()
+        self._settings = settings
+        self._loader = ChunkLoader(cache, settings.download_threads)
+        self._manifests_cache = ManifestCache(settings.manifest_cache_size,
+                                              settings.manifest_cache_retention_ms)
         self._prefix = "/".join(p for p in (base, prefix) if p)
         self._store = store
 
     def close(self) -> None:
         store, self._store = self._store, None
-        if store is not None:
-            store.close()
+        try:
+            self._close_data_path()
+        finally:
+            if store is not None:
+                store.close()
+
+    def _close_data_path(self) -> None:
+        loader, self._loader = self._loader, None
+        self._manifests_cache = None
+        if loader is not None:
+            loader.close()
+            if loader.cache is not None:
+                loader.cache.close()
+
+    @property
+    def data_settings(self) -> DataSettings:
+        """The data-path settings in use (defaults until :meth:`configure`)."""
+        return self._settings
+
+    @property
+    def chunk_loader(self) -> ChunkLoader:
+        """The loader (and its chunk cache) every chunk read goes through; built with the
+        default settings when :meth:`configure` has not run (a manager set up by hand)."""
+        if self._loader is None:
+            self._loader = ChunkLoader(build_chunk_cache(self._settings.cache),
+                                       self._settings.download_threads)
+        return self._loader
+
+    @property
+    def _segment_cache(self) -> ManifestCache[_Segment]:
+        if self._manifests_cache is None:
+            self._manifests_cache = ManifestCache(self._settings.manifest_cache_size,
+                                                  self._settings.manifest_cache_retention_ms)
+        return self._manifests_cache
 
     @property
     def object_store(self) -> ObjectStore:
@@ -386,39 +500,49 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
     def copy_log_segment_data(
         self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData
     ) -> bytes | None:
+        """Copy a segment (module docstring: commit protocol and data path). The log is
+        streamed chunk by chunk through the segment's transform; the indexes are read whole
+        (they are small), encoded and stored inline or in one ``.indexes`` object; the
+        manifest (format 3) is written last.
+
+        Raises:
+            RemoteStorageError: a local file cannot be read (not retriable), the store failed
+                (everything written is cleaned up, best effort).
+            ConfigError: encryption is on but the active key pair cannot wrap (a broken key
+                ring; :meth:`configure` normally refuses it first).
+        """
         sid = metadata.segment_id
         keys = self._all_keys(metadata)
-        sources = [
-            _Source(ObjectKind.LOG, str(data.log_segment), None),
+        index_sources = [
             _Source(ObjectKind.OFFSET_INDEX, str(data.offset_index), None),
             _Source(ObjectKind.TIME_INDEX, str(data.time_index), None),
             _Source(ObjectKind.PRODUCER_SNAPSHOT, str(data.producer_snapshot_index), None),
             _Source(ObjectKind.LEADER_EPOCH, None, data.leader_epoch_index),
         ]
         if data.transaction_index is not None:
-            sources.append(_Source(ObjectKind.TRANSACTION_INDEX, str(data.transaction_index),
-                                   None))
+            index_sources.append(_Source(ObjectKind.TRANSACTION_INDEX,
+                                         str(data.transaction_index), None))
+        log_path = str(data.log_segment)
         try:
             # An earlier attempt with this id stops being visible before anything changes.
             self._delete([keys[ObjectKind.MANIFEST]], sid)
-            stale = ([keys[ObjectKind.TRANSACTION_INDEX]] if data.transaction_index is None
-                     else [])
-            workers = _concurrent_puts(self.object_store)
-            if workers <= 1:
-                if stale:
-                    self._delete(stale, sid)
-                stored = [self._put_source(keys[s.kind], s, sid) for s in sources]
-            else:
-                stored = self._put_concurrently(keys, sources, stale, sid, workers)
-            objects: list[ManifestObject] = []
-            for source, (size, digest) in zip(sources, stored, strict=True):
-                key = keys[source.kind]
-                objects.append(ManifestObject(source.kind, key.rpartition("/")[2], size,
-                                              CRC32C, digest))
+            self._forget(keys)
+            transform, encryption = self._new_transform(sid, log_path)
+            index_objects, payload = self._encode_indexes(index_sources, transform, keys, sid)
+            # An earlier attempt's .indexes left when this one keeps them inline is not
+            # deleted here: it goes with the segment (every delete removes every kind).
+            first = functools.partial(self._put_log, keys[ObjectKind.LOG], log_path, sid,
+                                      transform)
+            rest = [] if payload is None else [functools.partial(
+                self._put_bytes, keys[ObjectKind.INDEXES], payload, sid)]
+            log_object, chunks = self._run_puts(first, rest, sid,
+                                                _concurrent_puts(self.object_store))
+            objects = [log_object, *index_objects]
             custom = self.custom_metadata_for(objects)
             final = metadata.with_custom_metadata(custom).with_state(
                 RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
-            manifest = SegmentManifest(final, tuple(objects), next_commit_sequence())
+            manifest = SegmentManifest(final, tuple(objects), next_commit_sequence(), chunks,
+                                       transform.compression, encryption)
             raw = manifest.to_json()
             mkey = keys[ObjectKind.MANIFEST]
             self._call(self.object_store.put, mkey, io.BytesIO(raw), len(raw), key=mkey,
@@ -427,21 +551,149 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             self._cleanup_failed_copy(keys, sid)
             if isinstance(exc, RemoteStorageError):
                 raise
+            if isinstance(exc, KafkaTiersError):  # ConfigError of the key ring: as it is
+                raise
             if isinstance(exc, Exception):
                 raise self._translate(exc, None, sid) from exc
             raise
-        log.debug("copied segment %s (%d objects)", metadata.remote_log_segment_id,
-                  len(objects))
+        log.debug("copied segment %s (%d chunks, %d -> %d bytes, compression %s, %s)",
+                  metadata.remote_log_segment_id, chunks.count, chunks.original_size,
+                  chunks.stored_size, transform.compression,
+                  "encrypted" if encryption is not None else "not encrypted")
         return custom
 
-    def _put_concurrently(self, keys: Mapping[ObjectKind, str], sources: Sequence[_Source],
-                          stale: Sequence[str], sid: str, workers: int
-                          ) -> list[tuple[int, str]]:
-        """Store ``sources``: the first (the log) on this thread while ``stale`` is deleted on
-        a pool, then, once it is stored, the others with up to ``workers`` puts at once.
-        Returns (size, crc32c hex) per source, in order. Returns or raises only once every put
-        has ended; the first failure cancels the others (their sources stop being read, no
-        further put starts) and is raised."""
+    def _new_transform(self, sid: str, log_path: str
+                       ) -> tuple[SegmentTransform, WrappedDataKey | None]:
+        """The transform of a new segment and its wrapped data key (None: not encrypted)."""
+        settings = self._settings
+        compression = ZSTD if settings.compression else None
+        if compression is not None and settings.compression_heuristic:
+            try:
+                with open(log_path, "rb") as fh:
+                    head = fh.read(HEADER_SIZE)
+            except OSError as exc:
+                raise RemoteStorageError(
+                    f"cannot read local file {log_path}: {exc.strerror or exc}",
+                    segment_id=sid, retriable=False) from None
+            if batches_compressed(head):
+                compression = None
+        data_key = wrapped = None
+        if settings.encryption:
+            ring = settings.key_ring
+            if ring is None:
+                from kafka_tiers.api.errors import ConfigError
+
+                raise ConfigError("encryption.enabled=true needs encryption.key.pairs",
+                                  key="encryption.key.pairs")
+            data_key = new_data_key()
+            key_id, wrapped_key = ring.wrap(data_key)
+            wrapped = WrappedDataKey(key_id, wrapped_key)
+        return SegmentTransform(sid, compression, data_key, settings.zstd_level), wrapped
+
+    def _encode_indexes(self, sources: Sequence[_Source], transform: SegmentTransform,
+                        keys: Mapping[ObjectKind, str], sid: str
+                        ) -> tuple[list[ManifestObject], bytes | None]:
+        """Read and encode the indexes: their manifest objects, and the ``.indexes`` object's
+        content (None when they are kept inline)."""
+        encoded: list[tuple[_Source, bytes, bytes]] = []
+        for source in sources:
+            if source.content is not None:
+                original = bytes(source.content)
+            else:
+                assert source.path is not None
+                try:
+                    with open(source.path, "rb") as fh:
+                        original = fh.read()
+                except OSError as exc:
+                    raise RemoteStorageError(
+                        f"cannot read local file {source.path}: {exc.strerror or exc}",
+                        segment_id=sid, retriable=False) from None
+            stored = (original if transform.identity
+                      else transform.encode(index_label(source.kind.value), original))
+            encoded.append((source, original, stored))
+        inline = sum(len(stored) for _, _, stored in encoded) <= INLINE_INDEXES_MAX
+        objects: list[ManifestObject] = []
+        offset = 0
+        for source, original, stored in encoded:
+            objects.append(ManifestObject(
+                source.kind, keys[source.kind].rpartition("/")[2], len(original), CRC32C,
+                _crc(original), len(stored), _crc(stored),
+                None if inline else offset, stored if inline else None))
+            offset += len(stored)
+        payload = None if inline else b"".join(stored for _, _, stored in encoded)
+        return objects, payload
+
+    def _put_bytes(self, key: str, payload: bytes, sid: str,
+                   cancel: threading.Event | None = None) -> None:
+        if cancel is not None and cancel.is_set():
+            raise CopyCancelled(f"the put of {key} did not start: another object of the "
+                                "copy failed")
+        stored = self._call(self.object_store.put, key, io.BytesIO(payload), len(payload),
+                            key=key, segment_id=sid)
+        if isinstance(stored, int) and stored != len(payload):
+            raise RemoteStorageError(f"stored {stored} of {len(payload)} bytes under {key}",
+                                     segment_id=sid, resource=key)
+
+    def _put_log(self, key: str, path: str, sid: str, transform: SegmentTransform,
+                 cancel: threading.Event | None = None) -> tuple[ManifestObject, ChunkIndex]:
+        """Store the log: as it is (identity), or chunk by chunk through ``transform``."""
+        chunk_size = self._settings.chunk_size
+        name = key.rpartition("/")[2]
+        if transform.identity:
+            size, digest = self._put_source(key, _Source(ObjectKind.LOG, path, None), sid,
+                                            cancel)
+            return (ManifestObject(ObjectKind.LOG, name, size, CRC32C, digest, size, digest),
+                    ChunkIndex(chunk_size, size, None))
+        try:
+            fh = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in the finally
+            length = os.fstat(fh.fileno()).st_size
+        except OSError as exc:
+            raise RemoteStorageError(f"cannot read local file {path}: {exc.strerror or exc}",
+                                     segment_id=sid, retriable=False) from None
+        try:
+            reader = EncodingReader(
+                fh, path, length, chunk_size,
+                lambda i, view: transform.encode(log_label(i), view), cancel)
+            count = -(-length // chunk_size)
+            expected = (None if transform.compression is not None
+                        else length + count * ENCRYPTION_OVERHEAD)
+            stored = self._put_stream(key, io.BufferedReader(reader, buffer_size=COPY_CHUNK),
+                                      expected, sid)
+            stored_size = sum(reader.stored_sizes)
+            if reader.count != length or (isinstance(stored, int) and stored != stored_size):
+                raise RemoteStorageError(
+                    f"stored {stored} of {stored_size} bytes ({reader.count} of {length} "
+                    f"original) of {path} under {key}", segment_id=sid, resource=key)
+            stored_digest = reader.stored_digest.hexdigest()
+            return (ManifestObject(ObjectKind.LOG, name, length, CRC32C,
+                                   reader.digest.hexdigest(), stored_size, stored_digest),
+                    ChunkIndex(chunk_size, length, tuple(reader.stored_sizes)))
+        finally:
+            fh.close()
+
+    def _put_stream(self, key: str, stream: BinaryIO, length: int | None, sid: str) -> Any:
+        try:
+            return self._call(self.object_store.put, key, stream, length, key=key,
+                              segment_id=sid)
+        except RemoteStorageError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, LocalReadError):
+                raise RemoteStorageError(str(cause), segment_id=sid, retriable=False) from None
+            raise
+
+    def _run_puts(self, first: Callable[[threading.Event | None], Any],
+                  rest: Sequence[Callable[[threading.Event | None], Any]],
+                  sid: str, workers: int) -> Any:
+        """Run the puts of a copy: ``first`` (the log) on this thread, then, once it is
+        stored, ``rest`` (with up to ``workers`` at once when the store takes concurrent
+        puts). Returns ``first``'s result. Returns or raises only once every put has ended;
+        the first failure cancels the others (their sources stop being read, no further put
+        starts) and is raised."""
+        if workers <= 1:
+            head = first(None)
+            for job in rest:
+                job(None)
+            return head
         cancel = threading.Event()
         lock = threading.Lock()
         failures: list[BaseException] = []
@@ -456,24 +708,23 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                         cancel.set()
                 raise
 
-        first, rest = sources[0], sources[1:]
         pool = ThreadPoolExecutor(max(1, min(workers, len(rest))),
                                   thread_name_prefix="kafka-tiers-copy")
-        side: list[Future[tuple[int, str]]] = []
+        side: list[Future[Any]] = []
+        head = None
         try:
-            if stale:
-                pool.submit(guarded, self._delete, stale, sid)
             with contextlib.suppress(BaseException):  # recorded in failures, raised below
-                head = guarded(self._put_source, keys[first.kind], first, sid, cancel)
+                head = guarded(first, cancel)
             with lock:
                 if not cancel.is_set():
-                    side = [pool.submit(guarded, self._put_source, keys[s.kind], s, sid,
-                                        cancel) for s in rest]
+                    side = [pool.submit(guarded, job, cancel) for job in rest]
         finally:
             pool.shutdown(wait=True)  # nothing of this copy is in flight after this line
         if failures:
             raise failures[0]
-        return [head] + [f.result() for f in side]
+        for future in side:
+            future.result()
+        return head
 
     def _cleanup_failed_copy(self, keys: Mapping[ObjectKind, str], sid: str) -> None:
         ordered = [keys[ObjectKind.MANIFEST]] + [k for kind, k in keys.items()
@@ -485,17 +736,102 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             log.warning("could not clean up the failed copy of segment %s; its objects are "
                         "left for orphan collection", sid, exc_info=True)
 
+    # -- the fetch path ----------------------------------------------------------------------
+
+    def _segment(self, metadata: RemoteLogSegmentMetadata) -> _Segment:
+        """The segment as the fetch path reads it: from the manifest cache, or its manifest
+        read, checked, and its data key unwrapped (then cached)."""
+        mkey = self._key(metadata.remote_log_segment_id, metadata.start_offset,
+                         ObjectKind.MANIFEST)
+        cache = self._segment_cache
+        segment = cache.get(mkey)
+        if segment is None:
+            segment = self._segment_of(metadata, self.read_manifest(metadata))
+            cache.put(mkey, segment)
+        return segment
+
+    def _segment_of(self, metadata: RemoteLogSegmentMetadata,
+                    manifest: SegmentManifest) -> _Segment:
+        sid = metadata.segment_id
+        log_object = manifest.object(ObjectKind.LOG)
+        if log_object is None:
+            raise ManifestError(f"manifest of {metadata.remote_log_segment_id} lists no log",
+                                segment_id=sid)
+        chunks = manifest.chunks
+        if chunks is None:  # formats 1 and 2: the log stored as it is
+            chunks = ChunkIndex(self._settings.chunk_size, log_object.size, None)
+        data_key = None
+        if manifest.encryption is not None:
+            ring = self._settings.key_ring
+            where = f"segment {metadata.remote_log_segment_id}"
+            key_id = manifest.encryption.key_id
+            if ring is None:
+                setting = f"encryption.key.pairs.{key_id}.private.key.file"
+                raise UnknownKeyError(
+                    f"{where} is encrypted with key pair {key_id!r}, but no key pairs are "
+                    f"configured (set encryption.key.pairs={key_id} and {setting})",
+                    key_id=key_id, segment_id=sid)
+            data_key = ring.unwrap(key_id, manifest.encryption.wrapped_key, where=where,
+                                   segment_id=sid)
+        transform = SegmentTransform(sid, manifest.compression, data_key)
+        return _Segment(manifest, chunks, transform,
+                        self._key(metadata.remote_log_segment_id, metadata.start_offset,
+                                  ObjectKind.LOG),
+                        self._key(metadata.remote_log_segment_id, metadata.start_offset,
+                                  ObjectKind.INDEXES))
+
+    def _read_range(self, key: str, first: int, end: int, size: int, sid: str) -> bytes:
+        """The stored bytes ``first..end-1`` of the object ``key`` (``size`` bytes); an
+        object shorter than that is an error, never short data."""
+        if end <= first:
+            return b""
+        whole = first == 0 and end == size
+        stream = self._call(self.object_store.get, key,
+                            None if whole else ByteRange(first, end - 1), key=key,
+                            segment_id=sid)
+        reader = ManagedStream(stream, lambda exc: self._translate(exc, key, sid), end - first)
+        try:
+            return reader.readall()
+        finally:
+            reader.close()
+
+    def _load_chunk(self, segment: _Segment, number: int) -> bytes:
+        chunks = segment.chunks
+        first, end = chunks.stored_range(number)
+        raw = self._read_range(segment.log_key, first, end, chunks.stored_size,
+                               segment.transform.segment_id)
+        if segment.transform.identity:
+            return raw
+        start, stop = chunks.original_range(number)
+        return segment.transform.decode(log_label(number), raw, stop - start)
+
+    def _chunk_items(self, segment: _Segment, numbers: Iterable[int]
+                     ) -> list[tuple[str, Callable[[], bytes]]]:
+        return [(f"{segment.log_key}#{n}", functools.partial(self._load_chunk, segment, n))
+                for n in numbers]
+
     def fetch_log_segment(
         self, metadata: RemoteLogSegmentMetadata, start_position: int,
         end_position: int | None = None,
     ) -> BinaryIO:
+        """The original bytes ``start_position..end_position`` (inclusive; None: to the end)
+        of a segment's log, as a lazy stream: only the chunks covering the range are read
+        (through the chunk cache), up to ``fetch.chunk.download.threads`` at once. A read
+        starting where the previous read of the segment stopped (sequential) also prefetches
+        the next ``fetch.chunk.cache.prefetch.max.size`` bytes.
+
+        Raises:
+            InvalidRangeError: the range is invalid or starts beyond the log.
+            RemoteResourceNotFoundError: the segment is not in the remote tier.
+            ManifestError: its manifest cannot be used, or its data key cannot be unwrapped
+                (:class:`~kafka_tiers.objectstore.encryption.UnknownKeyError` names the key
+                pair id).
+            RemoteStorageError: from the stream's reads: the store failed, or a chunk fails
+                its checks (:class:`~kafka_tiers.objectstore.transforms.CorruptChunkError`).
+        """
         check_range(start_position, end_position, segment_id=metadata.segment_id)
-        manifest = self.read_manifest(metadata)
-        obj = manifest.object(ObjectKind.LOG)
-        if obj is None:
-            raise ManifestError(f"manifest of {metadata.remote_log_segment_id} lists no log",
-                                segment_id=metadata.segment_id)
-        size = obj.size
+        segment = self._segment(metadata)
+        size = segment.chunks.original_size
         if size == 0 and start_position == 0:
             return io.BytesIO(b"")
         if start_position > size - 1:
@@ -505,8 +841,150 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 start=start_position, end=end_position, size=size,
                 segment_id=metadata.segment_id)
         last = size - 1 if end_position is None else min(end_position, size - 1)
-        key = self._key(metadata.remote_log_segment_id, metadata.start_offset, ObjectKind.LOG)
-        return self._open(key, ByteRange(start_position, last), size, metadata.segment_id)
+        loader = self.chunk_loader
+        numbers = segment.chunks.chunks_for(start_position, last)
+        if self._sequential(segment.log_key, start_position):
+            self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size)
+        sid = metadata.segment_id
+        chunks = segment.chunks
+
+        def load(batch: Sequence[int]) -> list[bytes]:
+            """The original bytes of ``batch``'s chunks, trimmed to the range. A chunk of an
+            identity layout the range covers only in part is read alone (exactly the bytes
+            wanted, not cached) unless it is cached: one batch of a big plain segment costs
+            its own size, not a chunk's."""
+            wanted: list[int] = []
+            partial: dict[int, tuple[int, int]] = {}
+            for n in batch:
+                begin, end = chunks.original_range(n)
+                first, stop = max(begin, start_position), min(end, last + 1)
+                if segment.transform.identity and (first, stop) != (begin, end):
+                    cached = (loader.cache.get(f"{segment.log_key}#{n}")
+                              if loader.cache is not None else None)
+                    if cached is None:
+                        partial[n] = (first, stop)
+                        continue
+                wanted.append(n)
+            loaded = dict(zip(wanted, loader.get_many(self._chunk_items(segment, wanted)),
+                              strict=True))
+            out = []
+            for n in batch:
+                if n in partial:
+                    first, stop = partial[n]
+                    out.append(self._read_range(segment.log_key, first, stop,
+                                                chunks.stored_size, sid))
+                    continue
+                begin, end = chunks.original_range(n)
+                data = loaded[n]
+                if begin < start_position or end > last + 1:
+                    data = data[max(begin, start_position) - begin:min(end, last + 1) - begin]
+                out.append(data)
+            return out
+
+        stream = ChunkedSegmentStream(
+            numbers, 0, last - start_position + 1, load, self._settings.download_threads,
+            lambda exc: self._translate(exc, segment.log_key, sid),
+            functools.partial(self._record_read, segment.log_key, start_position))
+        return io.BufferedReader(stream, buffer_size=COPY_CHUNK)
+
+    def _sequential(self, log_key: str, start: int) -> bool:
+        """Whether a read of ``log_key`` from ``start`` continues the previous one (it starts
+        within what the previous read consumed, past its start)."""
+        if self._settings.cache.prefetch_max_size <= 0:
+            return False
+        with self._reads_lock:
+            previous = self._last_reads.get(log_key)
+        return previous is not None and previous[0] < start <= previous[1]
+
+    def _record_read(self, log_key: str, start: int, consumed: int) -> None:
+        if self._settings.cache.prefetch_max_size <= 0 or consumed <= 0:
+            return
+        with self._reads_lock:
+            self._last_reads[log_key] = (start, start + consumed)
+            self._last_reads.move_to_end(log_key)
+            while len(self._last_reads) > _SEQUENTIAL_TRACKED:
+                self._last_reads.popitem(last=False)
+
+    def _prefetch_range(self, segment: _Segment, start: int, size: int) -> int:
+        chunks = segment.chunks
+        if size <= 0 or start >= chunks.original_size:
+            return 0
+        last = min(start + size, chunks.original_size) - 1
+        loader = self.chunk_loader
+        items = self._chunk_items(segment, chunks.chunks_for(max(start, 0), last))
+        for key, load in items:
+            loader.prefetch(key, load)
+        return len(items)
+
+    def prefetch(self, metadata: RemoteLogSegmentMetadata, start_position: int,
+                 size: int) -> None:
+        """Start loading the chunks of the log bytes ``start_position..start_position+size-1``
+        into the chunk cache and return at once (the broker calls it for the next segment
+        when a sequential read nears a segment's end). Only a hint: a failed load is logged
+        and forgotten, and with no chunk cache nothing is kept.
+
+        Raises:
+            RemoteResourceNotFoundError, ManifestError: the segment's manifest cannot be
+                read (the manifest is read on the caller's thread).
+        """
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            return
+        check_range(start_position, None, segment_id=metadata.segment_id)
+        self._prefetch_range(self._segment(metadata), start_position, size)
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> BinaryIO:
+        """An index of a segment (decoded, checked against its stored CRC-32C and its
+        transform's checks), from the manifest itself, the ``.indexes`` object (through the
+        chunk cache) or, for formats 1 and 2, its own object.
+
+        Raises:
+            RemoteResourceNotFoundError: no such segment, or it has no index of this type.
+            ManifestError: the manifest cannot be used or the data key not unwrapped.
+            CorruptChunkError: the stored index fails its checks.
+        """
+        if not isinstance(index_type, IndexType):
+            raise RemoteStorageError(f"unknown index type {index_type!r}",
+                                     segment_id=metadata.segment_id)
+        segment = self._segment(metadata)
+        kind = INDEX_KINDS[index_type]
+        obj = segment.manifest.object(kind)
+        if obj is None:
+            raise RemoteResourceNotFoundError(
+                f"segment {metadata.remote_log_segment_id} has no {index_type.name} index",
+                segment_id=metadata.segment_id, resource=f"index {index_type.name}")
+        if obj.size == 0 and obj.stored_size in (None, 0):
+            return io.BytesIO(b"")
+        sid = metadata.segment_id
+        if segment.manifest.chunks is None:  # formats 1 and 2: its own object
+            key = self._key(metadata.remote_log_segment_id, metadata.start_offset, kind)
+            return self._open(key, None, obj.size, sid)
+        data = self.chunk_loader.get(
+            f"{segment.indexes_key}#{kind.value}",
+            functools.partial(self._load_index, segment, obj))
+        return io.BytesIO(data)
+
+    def _load_index(self, segment: _Segment, obj: ManifestObject) -> bytes:
+        sid = segment.transform.segment_id
+        label = index_label(obj.kind.value)
+        if obj.inline is not None:
+            stored = obj.inline
+        else:
+            assert obj.stored_offset is not None and obj.stored_size is not None
+            stored = self._read_range(segment.indexes_key, obj.stored_offset,
+                                      obj.stored_offset + obj.stored_size, -1, sid)
+        if not obj.stored_matches(stored):
+            raise CorruptChunkError(
+                f"chunk {label} of segment {sid} does not match the stored size and "
+                "CRC-32C its manifest lists: it was changed", label=label, segment_id=sid)
+        if segment.transform.identity:
+            data = stored
+        else:
+            data = segment.transform.decode(label, stored, obj.size)
+        if not obj.matches(data):
+            raise CorruptChunkError(f"chunk {label} of segment {sid} decodes to bytes whose "
+                                    "CRC-32C differs from its manifest's", label=label,
+                                    segment_id=sid)
+        return data
 
     def _open(self, key: str, byte_range: ByteRange | None, size: int,
               segment_id: str) -> BinaryIO:
@@ -516,27 +994,114 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         expected = size if byte_range is None else byte_range.size
         return managed(stream, lambda exc: self._translate(exc, key, segment_id), expected)
 
-    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> BinaryIO:
-        if not isinstance(index_type, IndexType):
-            raise RemoteStorageError(f"unknown index type {index_type!r}",
-                                     segment_id=metadata.segment_id)
-        manifest = self.read_manifest(metadata)
-        kind = INDEX_KINDS[index_type]
-        obj = manifest.object(kind)
-        if obj is None:
-            raise RemoteResourceNotFoundError(
-                f"segment {metadata.remote_log_segment_id} has no {index_type.name} index",
-                segment_id=metadata.segment_id, resource=f"index {index_type.name}")
-        if obj.size == 0:
-            return io.BytesIO(b"")
-        key = self._key(metadata.remote_log_segment_id, metadata.start_offset, kind)
-        return self._open(key, None, obj.size, metadata.segment_id)
+    def _forget(self, keys: Mapping[ObjectKind, str]) -> None:
+        """Drop a segment's cached manifest, chunks and indexes."""
+        if self._manifests_cache is not None:
+            self._manifests_cache.discard(keys[ObjectKind.MANIFEST])
+        loader = self._loader
+        if loader is not None and loader.cache is not None:
+            loader.cache.discard_prefix(keys[ObjectKind.LOG] + "#")
+            loader.cache.discard_prefix(keys[ObjectKind.INDEXES] + "#")
+        with self._reads_lock:
+            self._last_reads.pop(keys[ObjectKind.LOG], None)
 
     def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
         keys = self._all_keys(metadata)
         sid = metadata.segment_id
+        self._forget(keys)
         self._delete([keys[ObjectKind.MANIFEST]], sid)
         self._delete([k for kind, k in keys.items() if kind is not ObjectKind.MANIFEST], sid)
+
+    # -- data-path operations ----------------------------------------------------------------
+
+    def rekey(self, metadata: RemoteLogSegmentMetadata) -> bool:
+        """Re-wrap a segment's data key with the active key pair: its manifest is rewritten
+        (same commit sequence, same everything but the wrapped key), its data is untouched,
+        so afterwards only the active pair's private key is needed to read it. Idempotent.
+
+        Returns:
+            True when the manifest was rewritten; False when the segment is not encrypted or
+            already on the active key pair.
+
+        Raises:
+            ConfigError: no active key pair (``encryption.key.pair.id``).
+            UnknownKeyError: the old key pair's private key is not configured.
+            KeyUnwrapError: the wrapped key is damaged.
+            RemoteResourceNotFoundError, ManifestError, RemoteStorageError: as a read.
+        """
+        from kafka_tiers.api.errors import ConfigError
+
+        manifest = self.read_manifest(metadata)
+        if manifest.encryption is None:
+            return False
+        ring = self._settings.key_ring
+        if ring is None or ring.active_id is None:
+            raise ConfigError("rekey needs an active key pair: set encryption.key.pairs and "
+                              "encryption.key.pair.id", key="encryption.key.pair.id")
+        if manifest.encryption.key_id == ring.active_id:
+            return False
+        sid = metadata.segment_id
+        data_key = ring.unwrap(manifest.encryption.key_id, manifest.encryption.wrapped_key,
+                               where=f"segment {metadata.remote_log_segment_id}",
+                               segment_id=sid)
+        key_id, wrapped = ring.wrap(data_key)
+        rewritten = dataclasses.replace(manifest, encryption=WrappedDataKey(key_id, wrapped))
+        raw = rewritten.to_json()
+        mkey = self._key(metadata.remote_log_segment_id, metadata.start_offset,
+                         ObjectKind.MANIFEST)
+        self._call(self.object_store.put, mkey, io.BytesIO(raw), len(raw), key=mkey,
+                   segment_id=sid)
+        self._segment_cache.put(mkey, self._segment_of(metadata, rewritten))
+        log.info("segment %s re-keyed from key pair %s to %s",
+                 metadata.remote_log_segment_id, manifest.encryption.key_id, key_id)
+        return True
+
+    def describe_segment(self, metadata: RemoteLogSegmentMetadata) -> dict[str, Any]:
+        """How a segment is stored: ``format_version``, ``chunk_size``, ``chunks``,
+        ``original_size``, ``stored_size``, ``ratio`` (stored / original, 1.0 for an empty
+        log), ``compression`` (``"zstd"`` or None), ``key_id`` (None: not encrypted),
+        ``indexes`` (``"inline"``, ``"object"`` or ``"objects"`` for formats 1 and 2).
+        Reads the manifest only (no key is needed).
+
+        Raises:
+            RemoteResourceNotFoundError, ManifestError: as :meth:`read_manifest`.
+        """
+        manifest = self.read_manifest(metadata)
+        log_object = manifest.object(ObjectKind.LOG)
+        chunks = manifest.chunks
+        if chunks is None:
+            chunks = ChunkIndex(self._settings.chunk_size,
+                                log_object.size if log_object is not None else 0, None)
+        if manifest.chunks is None:
+            indexes = "objects"
+        elif any(o.inline is not None for o in manifest.objects):
+            indexes = "inline"
+        else:
+            indexes = "object"
+        original, stored = chunks.original_size, chunks.stored_size
+        return {
+            "format_version": manifest.format_version,
+            "chunk_size": chunks.chunk_size,
+            "chunks": chunks.count,
+            "original_size": original,
+            "stored_size": stored,
+            "ratio": round(stored / original, 4) if original else 1.0,
+            "compression": manifest.compression,
+            "key_id": None if manifest.encryption is None else manifest.encryption.key_id,
+            "indexes": indexes,
+        }
+
+    def cache_stats(self) -> dict[str, Any]:
+        """The data path's counters: ``chunk_cache`` (hits, misses, evictions, entries,
+        bytes, max_bytes; None without a cache), ``manifest_cache`` (hits, misses,
+        evictions, entries, max_entries) and ``downloads`` (chunks and indexes loaded from
+        the store)."""
+        loader = self.chunk_loader
+        chunk_stats = (dataclasses.asdict(loader.cache.stats()) if loader.cache is not None
+                       else None)
+        return {"chunk_cache": chunk_stats,
+                "manifest_cache": dataclasses.asdict(self._segment_cache.stats()),
+                "downloads": loader.downloads}
 
     def _manifests(self, prefix: str, min_base_offset: int = 0
                    ) -> list[tuple[ParsedKey, SegmentManifest, ObjectInfo]]:
@@ -585,6 +1150,12 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         keys = sorted(info.key for info in
                       self._call(lambda: list(self.object_store.list(prefix)), key=prefix))
         manifests = [k for k in keys if k.endswith("." + ObjectKind.MANIFEST.value)]
+        if self._manifests_cache is not None:
+            for key in manifests:
+                self._manifests_cache.discard(key)
+        loader = self._loader
+        if loader is not None and loader.cache is not None:
+            loader.cache.discard_prefix(prefix)
         self._delete(manifests)
         self._delete([k for k in keys if k not in set(manifests)])
 
@@ -662,6 +1233,12 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                      "found" if dry_run else "removed", len(leftovers), prefix,
                      ", ".join(map(str, leftovers[:10])))
         return sorted(first + rest)
+
+
+def _crc(data: bytes) -> str:
+    hasher = new_hasher(CRC32C)
+    hasher.update(data)
+    return hasher.hexdigest()
 
 
 def _concurrent_puts(store: ObjectStore) -> int:
