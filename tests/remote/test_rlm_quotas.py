@@ -1,0 +1,170 @@
+"""KIP-956 quotas of the remote log manager: the copy quota (shared by every copy, FIFO, a copy
+never cut, an oversized segment still goes once the rate allows) and the fetch quota (a remote
+read skipped without error while it is exceeded), and their metrics."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kafka_tiers.api import TopicPartition
+from kafka_tiers.config import BrokerConfig
+from kafka_tiers.remote.quota import UNLIMITED, RateQuota, WindowedRate
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    produce,
+    shutdown_brokers,  # noqa: F401
+)
+from tests.kafka.raw_requests import RawConnection, request_class
+from tests.kafka.targets import LISTENER
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_keys_have_kafkas_names_and_defaults() -> None:
+    cfg = BrokerConfig({})
+    assert cfg["remote.log.manager.copy.max.bytes.per.second"] == UNLIMITED == 2 ** 63 - 1
+    assert cfg["remote.log.manager.fetch.max.bytes.per.second"] == UNLIMITED
+    assert cfg["remote.log.manager.copy.quota.window.num"] == 11
+    assert cfg["remote.log.manager.fetch.quota.window.num"] == 11
+    assert cfg["remote.log.manager.copy.quota.window.size.seconds"] == 1
+    assert cfg["remote.log.manager.fetch.quota.window.size.seconds"] == 1
+
+
+def test_the_sampled_rate_spans_at_least_the_full_windows_and_forgets_old_ones() -> None:
+    clock = Clock()
+    rate = WindowedRate(11, 1, clock)
+    rate.record(1000)
+    assert rate.span() == 10 and rate.rate() == 100  # a first burst is not a huge rate
+    clock.now = 30.0
+    assert rate.total() == 0 and rate.rate() == 0  # older than the 11 windows: gone
+
+
+def test_an_oversized_copy_goes_at_once_then_the_next_waits_for_the_rate() -> None:
+    clock = Clock()
+    quota = RateQuota(100, 2, 1, clock)
+    assert quota.acquire(5000) < 50  # larger than the quota, yet the rate allowed it
+    assert quota.exceeded() and quota.throttle_time_ms() > 0
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (quota.acquire(10), done.set()))
+    t.start()
+    assert not done.wait(0.3)  # waits while the broker's copy rate is over the quota
+    clock.now = 100.0
+    assert done.wait(2)
+    t.join()
+    assert quota.throttle_ms.max() >= 300
+
+
+def test_waiting_copies_are_served_in_arrival_order() -> None:
+    clock = Clock()
+    quota = RateQuota(100, 2, 1, clock)
+    quota.acquire(1000)
+    order: list[str] = []
+    threads = []
+    for name in "ABC":
+        t = threading.Thread(target=lambda n=name: (quota.acquire(1000), order.append(n)))
+        t.start()
+        threads.append(t)
+        time.sleep(0.05)  # the arrival order
+    for expected in (["A"], ["A", "B"], ["A", "B", "C"]):
+        clock.now += 100  # the rate falls under the quota: one copy goes, and is counted
+        deadline = time.monotonic() + 2
+        while order != expected and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert order == expected
+    for t in threads:
+        t.join()
+
+
+def test_unlimited_quota_never_waits_and_still_measures() -> None:
+    quota = RateQuota(UNLIMITED, 11, 1)
+    for _ in range(100):
+        assert quota.acquire(1 << 30) == 0
+    assert not quota.exceeded() and quota.rate() > 0
+
+
+def test_two_partitions_share_the_copy_quota_and_both_progress(tmp_path) -> None:
+    broker, _store, rec = make_broker(
+        tmp_path, **{"remote.log.manager.copy.max.bytes.per.second": "8192",
+                     "remote.log.manager.copy.quota.window.num": "2",
+                     "remote.log.manager.copy.quota.window.size.seconds": "1"})
+    tps = []
+    for name in ("a", "b"):
+        broker.create_topic(name, 1, {"remote.storage.enable": "true", "segment.bytes": "2048"})
+        tp = TopicPartition(name, 0)
+        produce(broker, tp, 0, 45)
+        tps.append(tp)
+    rlm = broker.rlm
+    segments = {tp: len(broker.log(tp).inactive_segments()) for tp in tps}
+    assert all(n >= 4 for n in segments.values())
+    start = time.monotonic()
+    runs = [threading.Thread(target=rlm.run_once, args=(tp,)) for tp in tps]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(30)
+    took = time.monotonic() - start
+    copied = [c[0].topic for c in rec.of("segment_copied")]
+    assert sorted(copied) == sorted(tp.topic for tp in tps for _ in range(segments[tp]))
+    # FIFO: neither partition's copies all went before the other's
+    half = copied[:len(copied) // 2]
+    assert half.count("a") >= 2 and half.count("b") >= 2, copied
+    total = sum(info.size for tp in tps for info in broker.log(tp).inactive_segments())
+    assert took >= (total - 2 * 8192) / 8192 * 0.8, (took, total)  # the quota held them
+    m = broker.metrics
+    assert m.value("RemoteLogManager:remote-copy-throttle-time-max") > 0
+    assert m.value("RemoteLogManager:remote-copy-throttle-time-avg") > 0
+    assert m.value("RLMCopy:byte-rate") > 0
+    text = m.text()
+    assert "kafka_log_remote_remotelogmanager_remote_copy_throttle_time_max" in text
+    assert "kafka_log_remote_rlmcopy_byte_rate" in text
+
+
+def _fetch(broker, topic: str, offset: int) -> tuple[int, bytes]:
+    req = request_class(1, 12)
+    part = req.FetchTopic.FetchPartition(
+        version=12, partition=0, current_leader_epoch=-1, fetch_offset=offset,
+        last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)
+    with RawConnection(broker.bootstrap_servers) as c:
+        resp = c.call(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20,
+                      isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
+                      topics=[req.FetchTopic(version=12, topic=topic, partitions=[part])],
+                      forgotten_topics_data=[])
+    p = resp.responses[0].partitions[0]
+    return p.error_code, bytes(p.records or b"")
+
+
+def test_remote_reads_are_skipped_without_error_over_the_fetch_quota(tmp_path) -> None:
+    broker, _store, _rec = make_broker(
+        tmp_path, listeners=LISTENER,
+        **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
+           "remote.log.manager.fetch.quota.window.num": "2",
+           "remote.log.manager.fetch.quota.window.size.seconds": "1"})
+    broker.create_topic("t", 1, {"remote.storage.enable": "true", "segment.bytes": "2048",
+                                 "local.retention.bytes": "0"})
+    tp = TopicPartition("t", 0)
+    produce(broker, tp, 0, 60)
+    broker.run_tiering()
+    assert broker.log(tp).local_log_start_offset > 10
+    code, records = _fetch(broker, "t", 0)  # under the quota: read (and counted)
+    assert code == 0 and records
+    assert broker.metrics.value("RLMFetch:byte-rate") > 0
+    code, records = _fetch(broker, "t", 0)  # over it: no records, no error
+    assert code == 0 and records == b""
+    assert broker.metrics.value("RemoteLogManager:remote-fetch-throttle-time-max") > 0
+    local = broker.log(tp).local_log_start_offset
+    code, records = _fetch(broker, "t", local)  # the local tier is never throttled
+    assert code == 0 and records
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the rate falls: the client's retry reads
+        code, records = _fetch(broker, "t", 0)
+        if records:
+            break
+        time.sleep(0.2)
+    assert code == 0 and records
