@@ -3,6 +3,7 @@ quick start's tiering section."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import subprocess
@@ -108,10 +109,34 @@ def _manifest_file(tier, md):
     return path
 
 
+def as_format_2(path):
+    """Rewrite a format 3 manifest of a segment stored as it is (no compression, no
+    encryption: its log object is the log file) the way earlier releases wrote it: format 2,
+    one object per index next to the manifest. Returns the manifest document."""
+    doc = json.loads(path.read_bytes())
+    if doc["format_version"] == 3:
+        assert doc["compression"] is None and doc["encryption"] is None
+        indexes = path.with_suffix(".indexes")
+        for obj in doc["objects"]:
+            if obj["kind"] != "log":
+                stored = (base64.b64decode(obj["inline"]) if "inline" in obj else
+                          indexes.read_bytes()[obj["stored_offset"]:
+                                               obj["stored_offset"] + obj["stored_size"]])
+                (path.parent / obj["name"]).write_bytes(stored)
+            for field in ("stored_size", "stored_crc32c", "stored_offset", "inline"):
+                obj.pop(field, None)
+        for field in ("chunks", "compression", "encryption"):
+            del doc[field]
+        doc["format_version"] = 2
+        indexes.unlink(missing_ok=True)
+        path.write_text(json.dumps(doc))
+    return doc
+
+
 def test_verify_detects_a_wrong_crc32c_in_a_format_2_manifest(tier):
     md = tier["copied"][1]
     path = _manifest_file(tier, md)
-    doc = json.loads(path.read_bytes())
+    doc = as_format_2(path)
     assert doc["format_version"] == 2
     (log_entry,) = [o for o in doc["objects"] if o["kind"] == "log"]
     assert "sha256" not in log_entry and len(log_entry["crc32c"]) == 8
@@ -127,7 +152,7 @@ def test_verify_detects_a_wrong_crc32c_in_a_format_2_manifest(tier):
 def test_format_1_manifest_with_sha256_is_read_and_verified(tier):
     md = tier["copied"][1]
     path = _manifest_file(tier, md)
-    doc = json.loads(path.read_bytes())
+    doc = as_format_2(path)
     doc["format_version"] = 1
     for obj in doc["objects"]:
         (content_file,) = [p for p in tier["root"].rglob(obj["name"])]
