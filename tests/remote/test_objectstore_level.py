@@ -90,7 +90,8 @@ def test_manifest_round_trip():
     manifest = SegmentManifest(metadata(), objects, next_commit_sequence())
     raw = manifest.to_json()
     doc = json.loads(raw)
-    assert doc["format_version"] == MANIFEST_FORMAT_VERSION == 2
+    # without a chunk index a manifest is format 2 (as written before format 3, and as read)
+    assert doc["format_version"] == 2 and MANIFEST_FORMAT_VERSION == 3
     assert doc["objects"] == [{"kind": "log", "name": "x.log", "size": 5000,
                                "crc32c": "0badcafe"}]
     assert doc["segment"]["segment_leader_epochs"] == {"3": 42, "4": 92}
@@ -140,7 +141,7 @@ def test_malformed_crc32c_is_an_error(crc):
         SegmentManifest.from_json(json.dumps(doc).encode())
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", "2", None, True, [2]])
+@pytest.mark.parametrize("version", [4, 0, "1", "2", "3", None, True, [2]])
 def test_unknown_manifest_version_is_an_error(version):
     doc = json.loads(SegmentManifest(metadata(), (), 1).to_json())
     doc["format_version"] = version
@@ -197,9 +198,8 @@ def test_commit_protocol_order(rsm, tmp_path):
     custom = rsm.copy_log_segment_data(md, make_files(tmp_path))
     puts = rsm.tracking.puts
     assert puts[-1].endswith(".manifest") and sum(p.endswith(".manifest") for p in puts) == 1
-    assert {p.rpartition(".")[2] for p in puts} == {
-        "log", "index", "timeindex", "snapshot", "txnindex", "leader-epoch-checkpoint",
-        "manifest"}
+    # format 3: small indexes are inline in the manifest (no object of their own)
+    assert {p.rpartition(".")[2] for p in puts} == {"log", "manifest"}
     assert rsm.tracking.deletes[0].endswith(".manifest")  # an earlier attempt is hidden first
     assert json.loads(custom) == {"v": 1, "objects": 6, "bytes": 1000 + 16 + 24 + 8 + 34 + 9}
     manifest = rsm.read_manifest(md)
@@ -211,7 +211,7 @@ def test_commit_protocol_order(rsm, tmp_path):
     rsm.tracking.deletes.clear()
     rsm.delete_log_segment_data(md)
     assert rsm.tracking.deletes[0].endswith(".manifest")
-    assert len(rsm.tracking.deletes) == 7
+    assert len(rsm.tracking.deletes) == 8  # every kind: the six objects, .indexes, manifest
 
 
 def test_data_without_manifest_is_invisible(rsm, tmp_path):
@@ -232,10 +232,10 @@ def test_a_newer_manifest_format_in_the_tier_is_reported(rsm, tmp_path):
     key = segment_key("kt", md.remote_log_segment_id, 42, ObjectKind.MANIFEST)
     with rsm.object_store.get(key) as stream:
         doc = json.loads(stream.read())
-    doc["format_version"] = 3
+    doc["format_version"] = 4
     raw = json.dumps(doc).encode()
     rsm.object_store.put(key, io.BytesIO(raw), len(raw))
-    with pytest.raises(ManifestError, match="format_version 3"):
+    with pytest.raises(ManifestError, match="format_version 4"):
         rsm.list_remote_segments(TP)
     with pytest.raises(ManifestError):
         rsm.fetch_log_segment(md, 0)

@@ -36,7 +36,7 @@ def test_failed_copy_is_cleaned_up_and_retried_with_backoff(tmp_path):
     tp = tiered(broker)
     produce(broker, tp, 0, 40)
     rlm = broker.rlm
-    store.fail_puts, store.fail_suffix = 1, ".timeindex"  # fails midway through the copy
+    store.fail_puts, store.fail_suffix = 1, ".manifest"  # fails midway: after the log is stored
     result = rlm.run_once(tp)
     assert result.error is not None and not result.copied
     failed = rec.of("segment_copy_failed")
