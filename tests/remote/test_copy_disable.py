@@ -1,0 +1,154 @@
+"""KIP-950: ``remote.log.copy.disable`` (no new copies, remote data still readable, local
+segments kept by the total retention) and turning tiering off with
+``remote.log.delete.on.disable`` (Kafka's refusal without it; the remote data deleted, the log
+start offset valid), on the broker and through IncrementalAlterConfigs / AlterConfigs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_tiers.api import ConfigError, TopicPartition
+from kafka_tiers.log.errors import OffsetOutOfRangeError
+from kafka_tiers.remote.config import DISABLE_WITHOUT_DELETE
+from tests.broker.helpers import (  # the fixtures are used by name
+    make_broker,
+    produce,
+    read_values,
+    shutdown_brokers,  # noqa: F401
+    value,
+)
+from tests.kafka.targets import LISTENER
+
+TIERED = {"remote.storage.enable": "true", "segment.bytes": "2048"}
+
+KAFKA_MESSAGE = (
+    "It is invalid to disable remote storage without deleting remote data. If you want to "
+    "keep the remote data and turn to read only, please set "
+    "`remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote "
+    "storage and delete all remote data, please set "
+    "`remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+
+
+def _remote_files(tmp_path) -> set[str]:
+    root = tmp_path / "remote"
+    return {str(p.relative_to(root)) for p in root.rglob("*")
+            if p.is_file() and ".kt-tmp" not in p.parts}
+
+
+def _tiered(broker, **extra: str) -> TopicPartition:
+    broker.create_topic("t", 1, {**TIERED, **extra})
+    tp = TopicPartition("t", 0)
+    produce(broker, tp, 0, 40)
+    broker.run_tiering()
+    assert bool(broker.rlm.remote_segments(tp)) != (extra.get("remote.log.copy.disable") == "true")
+    return tp
+
+
+def test_the_refusal_is_kafkas_message() -> None:
+    assert DISABLE_WITHOUT_DELETE == KAFKA_MESSAGE
+
+
+def test_copy_disable_stops_new_copies_and_keeps_remote_data_readable(tmp_path) -> None:
+    broker, _store, rec = make_broker(tmp_path)
+    tp = _tiered(broker, **{"local.retention.bytes": "0"})
+    copied = len(rec.of("segment_copied"))
+    local_start = broker.log(tp).local_log_start_offset
+    assert local_start > 0
+    with pytest.raises(ConfigError, match=r"When `remote\.log\.copy\.disable` is set to true"):
+        # Kafka: local.retention.* must then be -2 or the total retention
+        broker.alter_topic_config("t", {**TIERED, "local.retention.bytes": "0",
+                                        "remote.log.copy.disable": "true"})
+    broker.alter_topic_config("t", {**TIERED, "remote.log.copy.disable": "true"})
+    produce(broker, tp, 40, 40)
+    broker.run_tiering()
+    assert len(rec.of("segment_copied")) == copied  # nothing new copied
+    assert broker.log(tp).local_log_start_offset == local_start  # kept: total retention -1
+    got = read_values(broker, tp, 0, 80)
+    assert {o: v for o, (v, _tier) in got.items()} == {i: value(i) for i in range(80)}
+    assert got[0][1] == "remote"  # the remote data stays readable
+    broker.alter_topic_config("t", dict(TIERED))  # copying again picks up where it stopped
+    broker.run_tiering()
+    assert len(rec.of("segment_copied")) > copied
+
+
+def test_copy_disable_keeps_local_segments_by_the_total_retention(tmp_path) -> None:
+    broker, _store, rec = make_broker(tmp_path)
+    tp = _tiered(broker, **{"remote.log.copy.disable": "true"})
+    assert not rec.of("segment_copied")  # created with copies off: nothing copied
+    lg = broker.log(tp)
+    inactive = lg.inactive_segments()
+    keep = sum(info.size for info in inactive[-2:]) + lg.active_segment.size
+    broker.alter_topic_config("t", {**TIERED, "remote.log.copy.disable": "true",
+                                    "retention.bytes": str(keep)})
+    broker.run_tiering()
+    # never copied, yet deleted by the total retention (as Kafka 3.9+); the log start moves
+    assert lg.local_log_start_offset == inactive[-2].base_offset
+    assert lg.log_start_offset == lg.local_log_start_offset
+    with pytest.raises(OffsetOutOfRangeError):
+        broker.fetch(tp, 0)
+
+
+def test_disabling_tiering_needs_delete_on_disable_then_deletes_the_remote_data(
+        tmp_path) -> None:
+    broker, _store, rec = make_broker(tmp_path)
+    tp = _tiered(broker, **{"local.retention.bytes": "0"})
+    remote = broker.rlm.remote_segments(tp)
+    assert _remote_files(tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        broker.alter_topic_config("t", {**TIERED, "remote.storage.enable": "false"})
+    assert str(refused.value) == KAFKA_MESSAGE
+    assert broker.topic("t").tiered  # nothing changed
+    broker.alter_topic_config("t", {**TIERED, "remote.storage.enable": "false",
+                                    "remote.log.delete.on.disable": "true"})
+    assert not broker.tiered(tp)
+    broker.run_tiering()
+    deleted = {c[1].segment_id for c in rec.of("remote_segment_deleted")}
+    assert deleted == {m.segment_id for m in remote}
+    assert _remote_files(tmp_path) == set()
+    assert tp not in broker.rlm.partitions()  # its tiering is stopped
+    lg = broker.log(tp)
+    assert lg.log_start_offset == lg.local_log_start_offset > 0  # a valid log start
+    with pytest.raises(OffsetOutOfRangeError):
+        broker.fetch(tp, 0)
+    produce(broker, tp, 40, 10)  # the local log continues
+    got = read_values(broker, tp, lg.log_start_offset, 50)
+    assert {o: v for o, (v, _t) in got.items()} == {
+        i: value(i) for i in range(lg.log_start_offset, 50)}
+    with pytest.raises(ConfigError, match="cannot change from false to true"):
+        broker.alter_topic_config("t", dict(TIERED))
+
+
+def test_the_switches_through_incremental_alter_configs(tmp_path) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tests.kafka.test_admin_configs import confluent_admin, outcome
+
+    broker, _store, rec = make_broker(tmp_path, listeners=LISTENER)
+    tp = _tiered(broker, **{"local.retention.bytes": "0"})
+    admin = confluent_admin(broker.bootstrap_servers)
+
+    def alter(**configs: str) -> object:
+        [result] = outcome(admin.incremental_alter_configs([ConfigResource(
+            "topic", "t", incremental_configs=[
+                ConfigEntry(k.replace("_", "."), v,
+                            incremental_operation=AlterConfigOpType.SET)
+                for k, v in configs.items()])], request_timeout=10))
+        return result
+
+    refused = alter(remote_storage_enable="false")
+    assert refused is not None and refused.code() == 40  # INVALID_CONFIG
+    assert "It is invalid to disable remote storage without deleting remote data" in str(
+        refused.str())
+    [described] = outcome(admin.describe_configs([ConfigResource("topic", "t")],
+                                                 request_timeout=10))
+    assert described["remote.log.copy.disable"].value == "false"
+    assert described["remote.log.delete.on.disable"].value == "false"
+    assert alter(local_retention_bytes="-2", remote_log_copy_disable="true") is None
+    copied = len(rec.of("segment_copied"))
+    produce(broker, tp, 40, 40)
+    broker.run_tiering()
+    assert len(rec.of("segment_copied")) == copied
+    assert alter(remote_storage_enable="false", remote_log_delete_on_disable="true") is None
+    broker.run_tiering()
+    assert _remote_files(tmp_path) == set()
+    assert broker.log(tp).log_start_offset == broker.log(tp).local_log_start_offset
