@@ -57,7 +57,8 @@ DEFAULT_CUSTOM_METADATA_MAX_BYTES = 128
 #: The operations beyond the RemoteStorageManager contract that the guard offers when the
 #: plugin has them (the core's storage manager built on an object store has them all).
 OPTIONAL_OPERATIONS = ("collect_orphans", "read_manifest", "object_key", "list_topics",
-                       "list_partitions")
+                       "list_partitions", "prefetch", "rekey", "describe_segment",
+                       "cache_stats")
 
 
 T = TypeVar("T")
@@ -345,6 +346,71 @@ class GuardedRemoteStorage(RemoteStorageManager):
         if not isinstance(result, SegmentManifest):
             raise self._invalid("read_manifest", f"returned {type(result).__name__}, not a "
                                 "SegmentManifest", md.segment_id)
+        return result
+
+    def prefetch(self, metadata: RemoteLogSegmentMetadata, start_position: int,
+                 size: int) -> None:
+        """Ask the plugin to start loading the log bytes ``start_position`` ..
+        ``start_position + size - 1`` of a segment into its chunk cache; returns at once (a
+        hint: the loads run on the plugin's own threads).
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot prefetch.
+            RemoteStorageError: a bad position or size, or the segment's manifest could not be
+                read.
+        """
+        md = self._check_metadata(metadata)
+        for name, value in (("start_position", start_position), ("size", size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise RemoteStorageError(f"prefetch: {name} must be an int >= 0, got "
+                                         f"{value!r}", segment_id=md.segment_id)
+        fn = self._optional("prefetch")
+        self._call("prefetch", md.segment_id, fn, md, start_position, size)
+
+    def rekey(self, metadata: RemoteLogSegmentMetadata) -> bool:
+        """Re-wrap a segment's data key with the plugin's active key pair (its manifest
+        rewritten, its data untouched).
+
+        Returns:
+            True when rewritten; False when not encrypted or already on the active pair.
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot rekey.
+            RemoteStorageError: the rewrite failed (a
+                :class:`~kafka_tiers.api.ManifestError` names a missing key pair id).
+        """
+        md = self._check_metadata(metadata)
+        result = self._call("rekey", md.segment_id, self._optional("rekey"), md)
+        if not isinstance(result, bool):
+            raise self._invalid("rekey", f"returned {type(result).__name__}, not a bool",
+                                md.segment_id)
+        return result
+
+    def describe_segment(self, metadata: RemoteLogSegmentMetadata) -> dict[str, Any]:
+        """How a segment is stored (format version, chunks, sizes, ratio, compression, key
+        id), from its manifest alone.
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin cannot describe segments.
+            RemoteStorageError: reading the manifest failed.
+        """
+        md = self._check_metadata(metadata)
+        result = self._call("describe_segment", md.segment_id,
+                            self._optional("describe_segment"), md)
+        if not isinstance(result, dict):
+            raise self._invalid("describe_segment", f"returned {type(result).__name__}, not "
+                                "a dict", md.segment_id)
+        return result
+
+    def cache_stats(self) -> dict[str, Any]:
+        """The plugin's data-path counters (chunk cache, manifest cache, downloads).
+
+        Raises:
+            UnsupportedStorageOperationError: the plugin has no such counters.
+        """
+        result = self._call("cache_stats", None, self._optional("cache_stats"))
+        if not isinstance(result, dict):
+            raise self._invalid("cache_stats", f"returned {type(result).__name__}, not a dict")
         return result
 
     def object_key(self, metadata: RemoteLogSegmentMetadata, kind: str = "log") -> str:
