@@ -49,7 +49,8 @@ def _segment_option(required: bool) -> Any:
 def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` for opening ``plugin`` only to read: the ``local`` plugin gets
     ``dir.create=false`` (unless given), so a mistyped ``dir`` is an error, not a new empty
-    tier; and the object-store data path (:func:`reader_data_config`) needs only the private
+    tier; and the object-store data path
+    (:func:`~kafka_tiers.remote.storage_config.reader_data_config`) needs only the private
     keys of the segments read and creates no cache directory.
 
     Raises:
@@ -57,28 +58,12 @@ def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """
     from kafka_tiers.plugins import STORAGE_GROUP, resolve_class
     from kafka_tiers.remote.local import LocalObjectStore
+    from kafka_tiers.remote.storage_config import reader_data_config
 
     out = reader_data_config(config)
     store_class = getattr(resolve_class(STORAGE_GROUP, plugin)[0], "store_class", None)
     if isinstance(store_class, type) and issubclass(store_class, LocalObjectStore):
         out.setdefault("dir.create", "false")
-    return out
-
-
-def reader_data_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` for a process that reads the remote tier and writes no segment (the
-    ``remote`` commands, Spark): ``encryption.enabled`` is turned off, since it only says how
-    NEW segments are written (a reader decrypts whatever a manifest says, with the private key
-    of the pair it names, and needs no ``encryption.key.pair.id``), and a ``disk`` chunk cache
-    becomes a ``memory`` one (a reader never writes into a broker's cache directory).
-    Every other key is kept. Idempotent."""
-    out = dict(config)
-    if "encryption.enabled" in out:
-        out["encryption.enabled"] = "false"
-    if str(out.get("fetch.chunk.cache.class", "")).strip().lower() in (
-            "disk", "io.aiven.kafka.tieredstorage.fetch.cache.diskchunkcache",
-            "io.aiven.kafka.tieredstorage.fetch.cache.diskbasedchunkcache"):
-        out["fetch.chunk.cache.class"] = "memory"
     return out
 
 
@@ -562,5 +547,4 @@ def _add_rekey() -> None:
 
 _add_rekey()
 
-__all__ = ["open_read_only", "read_only_config", "reader_data_config", "remote",
-           "verify_segment"]
+__all__ = ["open_read_only", "read_only_config", "remote", "verify_segment"]

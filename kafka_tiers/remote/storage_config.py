@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_tiers.api.errors import ConfigError
 
@@ -123,5 +124,22 @@ def storage_settings(storage: str | None, config_file: str | os.PathLike[str] | 
     return StorageSettings(plugin, config, dialect)
 
 
+def reader_data_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` for a process that reads the remote tier and writes no segment (the
+    ``remote`` commands, Spark): ``encryption.enabled`` is turned off, since it only says how
+    NEW segments are written (a reader decrypts whatever a manifest says, with the private key
+    of the pair it names, and needs no ``encryption.key.pair.id``), and a ``disk`` chunk cache
+    becomes a ``memory`` one (a reader never writes into a broker's cache directory).
+    Every other key is kept. Idempotent."""
+    out = dict(config)
+    if "encryption.enabled" in out:
+        out["encryption.enabled"] = "false"
+    if str(out.get("fetch.chunk.cache.class", "")).strip().lower() in (
+            "disk", "io.aiven.kafka.tieredstorage.fetch.cache.diskchunkcache",
+            "io.aiven.kafka.tieredstorage.fetch.cache.diskbasedchunkcache"):
+        out["fetch.chunk.cache.class"] = "memory"
+    return out
+
+
 __all__ = ["BROKER_DIALECT", "CLASS_KEY", "PLUGIN_DIALECT", "RSM_PREFIX", "StorageSettings",
-           "is_broker_config", "storage_settings"]
+           "is_broker_config", "reader_data_config", "storage_settings"]

@@ -81,13 +81,17 @@ class SliceStats:
 def load_storage(name: str, config: Mapping[str, str]) -> RemoteStorageManager:
     """The storage plugin ``name`` with ``config``, loaded once per process through
     :meth:`~kafka_tiers.remote.guarded.GuardedRemoteStorage.load` (secrets never appear in
-    its messages).
+    its messages), as a reader: :func:`~kafka_tiers.remote.storage_config.reader_data_config`
+    (encrypted segments need only the private keys of their key pairs, given in ``config``
+    as the broker has them; a broker's disk chunk cache becomes a memory one).
 
     Raises:
         PluginError, ConfigError: the plugin cannot be loaded or configured.
     """
     from kafka_tiers.remote.guarded import GuardedRemoteStorage
+    from kafka_tiers.remote.storage_config import reader_data_config
 
+    config = reader_data_config(config)
     digest = hashlib.sha256(json.dumps([name, sorted(config.items())]).encode()).hexdigest()
     with _storages_lock:
         storage = _storages.get(digest)
