@@ -592,3 +592,38 @@ def test_a_failing_cache_does_not_fail_or_hang_readers() -> None:
     assert not errors and results == [b"chunk"] * 4 and load.calls == 1
     assert loader.stats().in_flight == 0
     loader.close()
+
+
+class LateCache(MemoryChunkCache):
+    """Misses each key's first lookup although it holds it: another reader's load put it
+    there between this reader's miss and its claim of the key."""
+
+    def __init__(self) -> None:
+        super().__init__(1 << 20)
+        self.seen: set[str] = set()
+
+    def get(self, key: str) -> bytes | None:
+        if key not in self.seen:
+            self.seen.add(key)
+            return None
+        return super().get(key)
+
+
+def test_a_load_that_ended_before_the_claim_is_not_repeated() -> None:
+    cache = LateCache()
+    cache.put("k#0", b"kept")
+    cache.put("k#1", b"kept1")
+    loader = ChunkLoader(cache)
+    load = CountingLoad()
+    assert loader.get("k#0", load) == b"kept"
+    assert loader.get_many([("k#1", load), ("k#0", load)]) == [b"kept1", b"kept"]
+    assert load.calls == 0 and loader.downloads == 0
+    loader.close()
+
+
+def test_get_many_with_a_key_twice_loads_it_once() -> None:
+    loader = ChunkLoader(MemoryChunkCache(1 << 20), threads=2)
+    a, b = CountingLoad(b"a", delay=0.05), CountingLoad(b"b", delay=0.05)
+    assert loader.get_many([("a", a), ("b", b), ("a", a)]) == [b"a", b"b", b"a"]
+    assert (a.calls, b.calls) == (1, 1)
+    loader.close()
