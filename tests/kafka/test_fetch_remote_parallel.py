@@ -1,0 +1,129 @@
+"""One Fetch reads every partition that needs the remote tier, in parallel (KAFKA-14915): N
+slow remote partitions cost about one store delay, not N; the reader pool's bound refuses a
+partition retriably; the response keeps its byte bound; local partitions of the same response
+are answered as before."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka_tiers.api import TopicPartition
+from tests.broker.helpers import make_broker, shutdown_brokers  # noqa: F401
+from tests.kafka.clients import confluent_consumer
+from tests.kafka.targets import LISTENER
+from tests.kafka.test_fetch import (
+    KAFKA_STORAGE_ERROR,
+    NONE,
+    batches,
+    fetch,
+    offsets_of,
+    part,
+    produce,
+    value,
+)
+
+PARTITIONS = 4
+DELAY = 0.8
+
+
+def _broker(tmp_path, **config: str) -> tuple[Any, Any]:
+    cfg = {"remote.fetch.max.wait.ms": "10000", **config}
+    b, store, _ = make_broker(tmp_path, listeners=LISTENER, **cfg)
+    b.create_topic("tiered", PARTITIONS, {"remote.storage.enable": "true",
+                                          "segment.bytes": "2048",
+                                          "local.retention.bytes": "0"})
+    b.create_topic("plain", 1)
+    for p in range(PARTITIONS):
+        produce(b, TopicPartition("tiered", p), 0, 60, per_batch=4)
+    produce(b, TopicPartition("plain", 0), 0, 5)
+    b.run_tiering()
+    for p in range(PARTITIONS):
+        assert b.log(TopicPartition("tiered", p)).local_log_start_offset > 20
+    return b, store
+
+
+def _slow_logs(store: Any, delay: float) -> None:
+    """Every read of a segment's log from the store waits ``delay`` first."""
+    inner = store.get
+
+    def get(key: str, byte_range: Any = None) -> Any:
+        if key.endswith(".log"):
+            time.sleep(delay)
+        return inner(key, byte_range)
+
+    store.get = get
+
+
+def test_n_remote_partitions_are_read_in_about_one_delay(tmp_path) -> None:
+    b, store = _broker(tmp_path)
+    fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])])  # warm indexes
+    _slow_logs(store, DELAY)
+    start = time.monotonic()
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)]),
+                         ("plain", [part(12, 0, 0)])])
+    took = time.monotonic() - start
+    tiered, plain = resp.responses
+    for p in tiered.partitions:  # every remote partition read in this one request
+        assert p.error_code == NONE and offsets_of(p.records)[0] == 0
+    [local] = plain.partitions  # the local partition of the same response, as before
+    assert local.error_code == NONE and offsets_of(local.records) == list(range(5))
+    assert took < DELAY * 2, f"{PARTITIONS} remote reads took {took:.2f} s: not in parallel"
+
+
+def test_a_real_consumer_reads_n_slow_remote_partitions_in_about_one_delay(tmp_path) -> None:
+    from confluent_kafka import TopicPartition as CTP
+
+    b, store = _broker(tmp_path)
+    _slow_logs(store, DELAY)
+    got: dict[tuple[int, int], bytes] = {}
+    first_of: dict[int, float] = {}
+    with confluent_consumer(b.bootstrap_servers) as c:
+        md = c.list_topics("tiered", timeout=10)  # connected before the clock starts
+        assert len(md.topics["tiered"].partitions) == PARTITIONS
+        start = time.monotonic()
+        c.assign([CTP("tiered", p, 0) for p in range(PARTITIONS)])
+        deadline = start + 30
+        while len(first_of) < PARTITIONS and time.monotonic() < deadline:
+            m = c.poll(0.1)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            got[(m.partition(), m.offset())] = m.value()
+            first_of.setdefault(m.partition(), time.monotonic() - start)
+    assert sorted(first_of) == list(range(PARTITIONS))
+    assert all(v == value(o) for (_p, o), v in got.items())
+    slowest = max(first_of.values())
+    # one at a time, the last partition's first records would come after N delays
+    assert slowest < DELAY * (PARTITIONS - 1), first_of
+
+
+def test_reads_beyond_the_reader_pool_bound_are_refused_per_partition(tmp_path) -> None:
+    b, store = _broker(tmp_path, **{"remote.log.reader.threads": "1",
+                                    "remote.log.reader.max.pending.tasks": "1"})
+    fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])])  # warm indexes
+    _slow_logs(store, 0.3)
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])])
+    codes = [p.error_code for p in resp.responses[0].partitions]
+    assert codes == [NONE, NONE] + [KAFKA_STORAGE_ERROR] * (PARTITIONS - 2)  # retriable
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(2, PARTITIONS)])])
+    assert all(p.error_code == NONE and offsets_of(p.records)[0] == 0
+               for p in resp.responses[0].partitions)  # the client's retry reads them
+
+
+def test_the_response_keeps_its_byte_bound_in_request_order(tmp_path) -> None:
+    b, _store = _broker(tmp_path)
+    limit = 1500
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])],
+                 max_bytes=limit)
+    sizes = [len(bytes(p.records or b"")) for p in resp.responses[0].partitions]
+    assert sizes[0] > 0 and sum(sizes) <= limit, sizes
+    for p in resp.responses[0].partitions:
+        assert p.error_code == NONE
+        batches(p.records)  # whole batches only
+    # the first partition with data gets its first batch whatever the bound (KIP-74)
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])],
+                 max_bytes=1)
+    sizes = [len(bytes(p.records or b"")) for p in resp.responses[0].partitions]
+    assert sizes[0] > 0 and sizes[1:] == [0] * (PARTITIONS - 1), sizes
+    assert len(batches(resp.responses[0].partitions[0].records)) == 1
