@@ -26,21 +26,31 @@ Or inherit it in your own tests (fsspec style) and say how to build your plugin:
 
 One module per behaviour area: ``copy_fetch``, ``ranges``, ``not_found``, ``idempotency``,
 ``listing``, ``faults``, ``concurrency``, ``large``, ``leaks``, ``orphans``, ``core_wrapper``,
-``rlm``.
+``rlm``, and the data path's ``chunking``, ``compression``, ``encryption`` and ``cache``.
 Tests needing an optional capability (:class:`StorageRequirements`) are skipped, with the
 reason, when the plugin does not declare it. A failing test names the rule that was broken.
 
 The ``rlm`` area runs the whole remote-log-manager path on top of the backend: an in-process
 broker produces, rolls, copies, applies local retention, reads old offsets back through the
 remote tier (also after a restart) and applies remote retention.
+
+The data-path areas run for plugins declaring ``data_transforms`` (the storage manager the core
+builds around every object store): each test reconfigures the plugin with data-path keys
+(``chunk.size``, ``compression.enabled``, ``encryption.*``, ``fetch.chunk.cache.*``) on top of
+the target's config, and reads what it stored raw through its object store.
 """
 
 from __future__ import annotations
 
 from kafka_tiers.conformance.storage.base import StorageSuiteBase
+from kafka_tiers.conformance.storage.cache import CacheTests
+from kafka_tiers.conformance.storage.chunking import ChunkingTests
+from kafka_tiers.conformance.storage.compression import CompressionTests
 from kafka_tiers.conformance.storage.concurrency import ConcurrencyTests
 from kafka_tiers.conformance.storage.copy_fetch import CopyFetchTests
 from kafka_tiers.conformance.storage.core_wrapper import CoreWrapperTests
+from kafka_tiers.conformance.storage.data_path import DataPath
+from kafka_tiers.conformance.storage.encryption import EncryptionTests
 from kafka_tiers.conformance.storage.faults import FaultTests
 from kafka_tiers.conformance.storage.harness import (
     ConformanceFailure,
@@ -49,6 +59,8 @@ from kafka_tiers.conformance.storage.harness import (
     SegmentBuilder,
     StorageTarget,
     TrackingObjectStore,
+    encryption_settings,
+    write_key_pair,
 )
 from kafka_tiers.conformance.storage.idempotency import IdempotencyTests
 from kafka_tiers.conformance.storage.large import LargeSegmentTests
@@ -74,16 +86,25 @@ class StorageSuite(
     OrphanTests,
     CoreWrapperTests,
     RemoteLogManagerTests,
+    ChunkingTests,
+    CompressionTests,
+    EncryptionTests,
+    CacheTests,
 ):
     """Every storage conformance test: inherit it in a ``Test*`` class and override the
     ``storage_target`` fixture (and optionally ``storage_requirements``)."""
 
 
 __all__ = [
+    "CacheTests",
+    "ChunkingTests",
+    "CompressionTests",
     "ConcurrencyTests",
     "ConformanceFailure",
     "CopyFetchTests",
     "CoreWrapperTests",
+    "DataPath",
+    "EncryptionTests",
     "FaultTests",
     "FaultyObjectStore",
     "IdempotencyTests",
@@ -102,4 +123,6 @@ __all__ = [
     "StorageSuiteBase",
     "StorageTarget",
     "TrackingObjectStore",
+    "encryption_settings",
+    "write_key_pair",
 ]

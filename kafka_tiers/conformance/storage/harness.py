@@ -11,6 +11,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -208,6 +209,15 @@ class StorageTarget:
             config["key.prefix"] = f"{base}/{run}" if base else run
         return replace(self, config=config, _cleanup=made)
 
+    def with_settings(self, settings: Mapping[str, str]) -> StorageTarget:
+        """This target over the same root with ``settings`` on top of its config (the data-path
+        keys such as ``chunk.size`` or ``encryption.*`` the suite adds per test). The
+        ``key.prefix`` and the temporary directories stay this target's: :meth:`cleanup` of
+        the result removes nothing."""
+        config = dict(self.config)
+        config.update(settings)
+        return replace(self, config=config, _cleanup=[])
+
     def create(self) -> RemoteStorageManager:
         """A new instance, configured."""
         instance = self.plugin_class()
@@ -284,8 +294,10 @@ class SegmentBuilder:
     def make(self, start_offset: int = 0, *, partition: int = 0, log_size: int = 10_000,
              with_transaction_index: bool = True, records: int = 100,
              log_bytes: bytes | None = None,
-             segment_id: RemoteLogSegmentId | None = None) -> Segment:
-        """A new segment with a new id (unless ``segment_id`` is given)."""
+             segment_id: RemoteLogSegmentId | None = None,
+             index_bytes: Mapping[IndexType, bytes] | None = None) -> Segment:
+        """A new segment with a new id (unless ``segment_id`` is given); ``index_bytes``
+        replaces the random content of the indexes it names."""
         tp = self.tp(partition)
         self._count += 1
         folder = self.directory / f"seg-{self._count}"
@@ -299,6 +311,10 @@ class SegmentBuilder:
         }
         if with_transaction_index:
             indexes[IndexType.TRANSACTION] = self.rng.randbytes(34 * 3)
+        for index_type, content in (index_bytes or {}).items():
+            if index_type is IndexType.TRANSACTION and not with_transaction_index:
+                continue
+            indexes[index_type] = content
         name = f"{start_offset:020d}"
         paths = {
             "log": folder / f"{name}.log",
@@ -460,16 +476,31 @@ class _CountedStream(io.RawIOBase):
 
 class TrackingObjectStore(_DelegatingStore):
     """An object store that counts its calls and the streams it handed out and that are still
-    open (the suite's leak check)."""
+    open (the suite's leak check), and records every get (the cache checks count downloads).
+
+    Attributes:
+        got: ``(key, byte range or None)`` of every get, in order.
+        slow_get_suffix: gets of keys ending with it wait :attr:`slow_get_seconds` before
+            reading (None: no get waits); makes concurrent readers overlap.
+    """
 
     lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, inner: ObjectStore) -> None:
+    def __init__(self, inner: ObjectStore, *, slow_get_suffix: str | None = None,
+                 slow_get_seconds: float = 0.0) -> None:
         super().__init__(inner)
         self.open_streams = 0
         self.gets = 0
+        self.got: list[tuple[str, ByteRange | None]] = []
         self.puts: list[str] = []
         self.deletes: list[str] = []
+        self.slow_get_suffix = slow_get_suffix
+        self.slow_get_seconds = slow_get_seconds
+
+    def gets_of(self, suffix: str) -> int:
+        """How many gets so far were of keys ending with ``suffix``."""
+        with self.lock:
+            return sum(1 for key, _ in self.got if key.endswith(suffix))
 
     def put(self, key: str, data: BinaryIO, length: int | None = None) -> int:
         with self.lock:
@@ -477,6 +508,10 @@ class TrackingObjectStore(_DelegatingStore):
         return self.inner.put(key, data, length)
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
+        with self.lock:
+            self.got.append((key, byte_range))
+        if self.slow_get_suffix is not None and key.endswith(self.slow_get_suffix):
+            time.sleep(self.slow_get_seconds)
         stream = self.inner.get(key, byte_range)
         with self.lock:
             self.gets += 1
@@ -523,6 +558,73 @@ def open_fd_count() -> int | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# Encryption keys and stored objects
+
+
+#: key pair id -> its private key in PEM (generated once per process: RSA generation is slow)
+_RSA_PEMS: dict[str, bytes] = {}
+_RSA_LOCK = threading.Lock()
+#: the key size of the suite's key pairs (the smallest the core accepts)
+RSA_BITS = 2048
+
+
+def write_key_pair(directory: Path, key_id: str) -> dict[str, str]:
+    """Write an RSA key pair for ``key_id`` as unencrypted PEM files in ``directory`` and
+    return the settings naming them (``encryption.key.pairs.<id>.public.key.file`` and
+    ``.private.key.file``). The same id gives the same key pair within a process."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    with _RSA_LOCK:
+        pem = _RSA_PEMS.get(key_id)
+        if pem is None:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+            pem = _RSA_PEMS[key_id] = key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption())
+    private = serialization.load_pem_private_key(pem, password=None)
+    public_pem = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    directory.mkdir(parents=True, exist_ok=True)
+    public_path = directory / f"{key_id}-public.pem"
+    private_path = directory / f"{key_id}-private.pem"
+    public_path.write_bytes(public_pem)
+    private_path.touch(mode=0o600)
+    private_path.write_bytes(pem)
+    return {f"encryption.key.pairs.{key_id}.public.key.file": str(public_path),
+            f"encryption.key.pairs.{key_id}.private.key.file": str(private_path)}
+
+
+def encryption_settings(directory: Path, active: str | None, pairs: Sequence[str]
+                        ) -> dict[str, str]:
+    """The settings of encryption at rest with the key pairs ``pairs`` (files written by
+    :func:`write_key_pair` in ``directory``), ``active`` wrapping new data keys (None: a
+    reader, ``encryption.enabled=false``)."""
+    settings = {"encryption.enabled": "true" if active else "false",
+                "encryption.key.pairs": ",".join(pairs)}
+    if active:
+        settings["encryption.key.pair.id"] = active
+    for key_id in pairs:
+        settings.update(write_key_pair(directory, key_id))
+    return settings
+
+
+def read_object(store: ObjectStore, key: str) -> bytes:
+    """The whole stored object ``key``, read raw through ``store``."""
+    return read_all(store.get(key, None))
+
+
+def write_object(store: ObjectStore, key: str, data: bytes) -> None:
+    """Store ``data`` under ``key`` raw through ``store`` (replacing it)."""
+    store.put(key, io.BytesIO(data), len(data))
+
+
+def flip_byte(data: bytes, position: int) -> bytes:
+    """``data`` with every bit of the byte at ``position`` inverted."""
+    return data[:position] + bytes([data[position] ^ 0xFF]) + data[position + 1:]
+
+
 __all__ = [
     "ConformanceFailure",
     "FaultyObjectStore",
@@ -533,9 +635,14 @@ __all__ = [
     "TrackingObjectStore",
     "check",
     "count_calls",
+    "encryption_settings",
     "expect_raises",
+    "flip_byte",
     "objects_of_segment",
     "open_fd_count",
     "read_all",
+    "read_object",
     "storage_test",
+    "write_key_pair",
+    "write_object",
 ]

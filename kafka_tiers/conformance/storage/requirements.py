@@ -90,6 +90,14 @@ class StorageRequirements:
         """The suite may wrap the object store to fail mid-copy and to count open streams."""
         return self._declared(StorageCapability.FAULT_INJECTION, object_store=True)
 
+    @property
+    def data_transforms(self) -> Requirement:
+        """Segments are stored as chunks of ``chunk.size``, optionally zstd-compressed and
+        AES-256-GCM-encrypted, and read through a bounded chunk cache (the object-store level's
+        data path): the suite reconfigures the plugin with those keys and reads the stored
+        objects raw through its object store."""
+        return self._declared(StorageCapability.DATA_TRANSFORMS, object_store=True)
+
     def get(self, name: str) -> Requirement:
         """The requirement called ``name``.
 
