@@ -1,0 +1,389 @@
+"""The object-store data path's format 3: chunked logs, zstd compression and its heuristic,
+indexes inline or in one object, ranged chunk reads through the chunk cache, prefetch, format 2
+segments still read, describe_segment and cache_stats."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_tiers.api.cluster import TopicPartition
+from kafka_tiers.api.errors import RemoteStorageError
+from kafka_tiers.api.objectstore import ByteRange
+from kafka_tiers.api.storage import (
+    IndexType,
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    StorageCapability,
+)
+from kafka_tiers.log.records import ATTRIBUTES_OFFSET, HEADER_SIZE
+from kafka_tiers.objectstore import manager as manager_module
+from kafka_tiers.objectstore.keys import ObjectKind
+from kafka_tiers.objectstore.manifest import (
+    CRC32C,
+    ManifestObject,
+    SegmentManifest,
+    new_hasher,
+    next_commit_sequence,
+)
+from kafka_tiers.objectstore.transforms import CorruptChunkError
+from kafka_tiers.remote.local import LocalRemoteStorageManager
+
+TP = TopicPartition("orders", 3)
+INDEX_FILES = {IndexType.OFFSET: "index", IndexType.TIMESTAMP: "time",
+               IndexType.TRANSACTION: "txn", IndexType.PRODUCER_SNAPSHOT: "snap"}
+EPOCHS = b"0\n1\n0 42\n"
+
+
+class CountingStore:
+    """Delegates to a store, recording every get's key and range and the bytes read."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.gets: list[tuple[str, ByteRange | None]] = []
+        self.puts: list[tuple[str, int | None]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Any:
+        self.gets.append((key, byte_range))
+        return self.inner.get(key, byte_range)
+
+    def put(self, key: str, data: Any, length: int | None = None) -> int:
+        self.puts.append((key, length))
+        return self.inner.put(key, data, length)
+
+    def log_gets(self) -> list[ByteRange | None]:
+        return [r for k, r in self.gets if k.endswith(".log")]
+
+
+def make_rsm(root: Path, **settings: str) -> LocalRemoteStorageManager:
+    rsm = LocalRemoteStorageManager()
+    rsm.configure({"dir": str(root), "key.prefix": "kt", **settings})
+    return rsm
+
+
+def counting(rsm: LocalRemoteStorageManager) -> CountingStore:
+    holder: list[CountingStore] = []
+    rsm.wrap_object_store(lambda s: holder.append(CountingStore(s)) or holder[0])
+    return holder[0]
+
+
+def log_bytes(size: int, *, compressed_batch: bool = False) -> bytes:
+    """A log whose first bytes look like a batch header (codec bits from the flag), then
+    compressible but not constant text."""
+    head = bytearray(HEADER_SIZE)
+    head[ATTRIBUTES_OFFSET + 1] = 0x04 if compressed_batch else 0x00  # zstd codec bits
+    body = b"".join(b"record %06d of the orders topic;" % i for i in range(size // 20 + 1))
+    return (bytes(head) + body)[:size]
+
+
+def segment_files(folder: Path, log: bytes, *, index_size: int = 64) -> LogSegmentData:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "log").write_bytes(log)
+    for i, name in enumerate(INDEX_FILES.values()):
+        (folder / name).write_bytes(bytes((i * 7 + j) % 251 for j in range(index_size)))
+    return LogSegmentData(folder / "log", folder / "index", folder / "time", folder / "txn",
+                          folder / "snap", EPOCHS)
+
+
+def new_md(start: int = 0) -> RemoteLogSegmentMetadata:
+    return RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(TP), start, start + 99, 1, 0,
+                                    1, 1000, {0: start})
+
+
+def wait_for(condition: Any, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def read(rsm: Any, md: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> bytes:
+    with rsm.fetch_log_segment(md, start, end) as stream:
+        return stream.read()
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 4 << 20])
+@pytest.mark.parametrize("compression", ["false", "true"])
+def test_ranges_across_chunk_boundaries_equal_the_plaintext(tmp_path, chunk_size, compression):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": str(chunk_size),
+                                         "compression.enabled": compression})
+    log = log_bytes(301)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    for start, end in [(0, None), (0, 0), (5, 6), (6, 7), (6, 14), (13, 200), (299, None),
+                       (300, 300), (100, 10_000), (1, 299)]:
+        want = log[start:] if end is None else log[start:end + 1]
+        assert read(rsm, md, start, end) == want, (start, end)
+    with rsm.fetch_log_segment(md, 3) as stream:  # small reads across chunks
+        assert b"".join(iter(lambda: stream.read(5), b"")) == log[3:]
+    for index_type, name in INDEX_FILES.items():
+        with rsm.fetch_index(md, index_type) as stream:
+            assert stream.read() == (tmp_path / "seg" / name).read_bytes()
+    with rsm.fetch_index(md, IndexType.LEADER_EPOCH) as stream:
+        assert stream.read() == EPOCHS
+    rsm.close()
+
+
+def test_manifest_is_format_3_and_objects_match_the_plaintext(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "100", "compression.enabled": "true"})
+    log = log_bytes(1050)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    raw = (tmp_path / "tier" / rsm.object_key(md, ObjectKind.MANIFEST)).read_bytes()
+    doc = json.loads(raw)
+    assert doc["format_version"] == 3 and doc["compression"] == "zstd"
+    assert doc["encryption"] is None
+    assert doc["chunks"]["chunk_size"] == 100 and len(doc["chunks"]["stored_sizes"]) == 11
+    manifest = rsm.read_manifest(md)
+    log_object = manifest.object(ObjectKind.LOG)
+    assert log_object.matches(log) and log_object.size == 1050
+    stored = (tmp_path / "tier" / rsm.object_key(md, ObjectKind.LOG)).read_bytes()
+    assert len(stored) == log_object.stored_size == manifest.chunks.stored_size < 1050
+    assert log_object.stored_matches(stored)
+    for index_type, name in INDEX_FILES.items():
+        obj = manifest.object(manager_module.INDEX_KINDS[index_type])
+        assert obj.inline is not None and obj.stored_offset is None
+        assert obj.matches((tmp_path / "seg" / name).read_bytes())
+    # the small indexes live in the manifest: no object of their own
+    names = sorted(p.name.rpartition(".")[2] for p in (tmp_path / "tier").rglob("*")
+                   if p.is_file())
+    assert names == ["log", "manifest"]
+    assert json.loads(rsm.copy_log_segment_data(new_md(500),
+                                                segment_files(tmp_path / "s2", log)))["v"] == 1
+    described = rsm.describe_segment(md)
+    assert described == {"format_version": 3, "chunk_size": 100, "chunks": 11,
+                         "original_size": 1050, "stored_size": len(stored),
+                         "ratio": round(len(stored) / 1050, 4), "compression": "zstd",
+                         "key_id": None, "indexes": "inline"}
+    assert StorageCapability.DATA_TRANSFORMS in type(rsm).CAPABILITIES
+    rsm.close()
+
+
+def test_plain_segment_is_stored_byte_identical(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "64"})
+    store = counting(rsm)
+    log = log_bytes(1000)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    assert (tmp_path / "tier" / rsm.object_key(md, ObjectKind.LOG)).read_bytes() == log
+    assert rsm.read_manifest(md).chunks.stored_sizes is None
+    assert dict(store.puts)[rsm.object_key(md, ObjectKind.LOG)] == 1000
+    rsm.close()
+
+
+def test_compression_heuristic_skips_a_segment_whose_first_batch_is_compressed(tmp_path):
+    settings = {"compression.enabled": "true", "compression.heuristic.enabled": "true"}
+    rsm = make_rsm(tmp_path / "tier", **settings)
+    store = counting(rsm)
+    compressed, plain = new_md(0), new_md(1000)
+    log_c = log_bytes(5000, compressed_batch=True)
+    log_p = log_bytes(5000)
+    rsm.copy_log_segment_data(compressed, segment_files(tmp_path / "a", log_c))
+    rsm.copy_log_segment_data(plain, segment_files(tmp_path / "b", log_p))
+    assert rsm.read_manifest(compressed).compression is None
+    assert rsm.read_manifest(plain).compression == "zstd"
+    assert rsm.describe_segment(plain)["ratio"] < 0.5
+    lengths = dict(store.puts)
+    assert lengths[rsm.object_key(compressed, ObjectKind.LOG)] == 5000  # known: identity
+    assert lengths[rsm.object_key(plain, ObjectKind.LOG)] is None  # unknown: compressing
+    assert read(rsm, compressed, 0) == log_c and read(rsm, plain, 17, 4000) == log_p[17:4001]
+    rsm.close()
+    off = make_rsm(tmp_path / "tier2", **{"compression.enabled": "true"})
+    md = new_md()
+    off.copy_log_segment_data(md, segment_files(tmp_path / "c", log_c))
+    assert off.read_manifest(md).compression == "zstd"  # heuristic off: compressed anyway
+    off.close()
+
+
+def test_a_fetch_reads_only_the_chunks_of_its_range(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true",
+                                         "fetch.chunk.cache.class": "none"})
+    store = counting(rsm)
+    log = log_bytes(50_000)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    chunks = rsm.read_manifest(md).chunks
+    store.gets.clear()
+    assert read(rsm, md, 20_500, 21_499) == log[20_500:21_500]  # chunks 20 and 21
+    ranges = store.log_gets()
+    assert ranges == [ByteRange(*chunks.stored_range(20)[:1], chunks.stored_range(20)[1] - 1),
+                      ByteRange(chunks.stored_range(21)[0], chunks.stored_range(21)[1] - 1)]
+    rsm.close()
+
+
+def test_plain_segment_partial_chunk_is_read_exactly(tmp_path):
+    rsm = make_rsm(tmp_path / "tier")  # 4 MiB chunks: the whole log is one chunk
+    store = counting(rsm)
+    log = log_bytes(300_000)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    store.gets.clear()
+    assert read(rsm, md, 150_000, 150_999) == log[150_000:151_000]
+    assert store.log_gets() == [ByteRange(150_000, 150_999)]  # not the 4 MiB chunk
+    rsm.close()
+
+
+def test_chunks_are_cached_and_deleted_with_the_segment(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
+    store = counting(rsm)
+    log = log_bytes(10_000)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    store.gets.clear()
+    assert read(rsm, md, 0) == log
+    assert len(store.log_gets()) == 10
+    assert read(rsm, md, 2500, 7000) == log[2500:7001]
+    assert len(store.log_gets()) == 10  # from the cache
+    stats = rsm.cache_stats()
+    assert stats["chunk_cache"]["entries"] == 10 and stats["downloads"] == 10
+    assert stats["manifest_cache"]["hits"] >= 1
+    rsm.delete_log_segment_data(md)
+    assert rsm.cache_stats()["chunk_cache"]["entries"] == 0
+    with pytest.raises(RemoteStorageError):
+        read(rsm, md, 0)
+    rsm.close()
+
+
+def test_prefetch_loads_chunks_ahead(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000",
+                                         "fetch.chunk.cache.prefetch.max.size": "3000"})
+    store = counting(rsm)
+    log = log_bytes(10_000)
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    rsm.prefetch(md, 5000, 2000)
+    assert wait_for(lambda: rsm.cache_stats()["chunk_cache"]["entries"] == 2)
+    store.gets.clear()
+    assert read(rsm, md, 5000, 6999) == log[5000:7000]
+    assert store.log_gets() == []  # served by the prefetched chunks
+    rsm.close()
+    # sequential reads: the second read starts where the first stopped and prefetches
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000",
+                                         "fetch.chunk.cache.prefetch.max.size": "3000"})
+    store = counting(rsm)
+    assert read(rsm, md, 0, 999) == log[:1000]
+    assert read(rsm, md, 1000, 1999) == log[1000:2000]
+    # chunks 1..3 (3000 bytes from 1000) were prefetched besides chunks 0 and 1 read
+    assert wait_for(lambda: rsm.cache_stats()["chunk_cache"]["entries"] == 4)
+    assert rsm.cache_stats()["downloads"] == 4
+    assert len(store.log_gets()) == 4
+    rsm.close()
+
+
+def test_large_indexes_go_to_one_indexes_object(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"compression.enabled": "false"})
+    store = counting(rsm)
+    md = new_md()
+    data = segment_files(tmp_path / "seg", log_bytes(1000), index_size=40_000)
+    rsm.copy_log_segment_data(md, data)
+    manifest = rsm.read_manifest(md)
+    offsets = sorted(o.stored_offset for o in manifest.objects if o.kind is not ObjectKind.LOG)
+    assert offsets == [0, 40_000, 80_000, 120_000, 120_000 + len(EPOCHS)]
+    key = rsm.object_key(md, ObjectKind.INDEXES)
+    assert (tmp_path / "tier" / key).stat().st_size == 160_000 + len(EPOCHS)
+    assert rsm.describe_segment(md)["indexes"] == "object"
+    store.gets.clear()
+    with rsm.fetch_index(md, IndexType.TIMESTAMP) as stream:
+        assert stream.read() == (tmp_path / "seg" / "time").read_bytes()
+    (got,) = [g for g in store.gets if not g[0].endswith(".manifest")]
+    assert got[0] == key and got[1] is not None and got[1].size == 40_000
+    # a changed byte in the indexes object is detected (stored crc32c)
+    path = tmp_path / "tier" / key
+    raw = bytearray(path.read_bytes())
+    raw[45_000] ^= 0x01
+    path.write_bytes(bytes(raw))
+    fresh = make_rsm(tmp_path / "tier")
+    with pytest.raises(CorruptChunkError, match="index/timeindex"):
+        fresh.fetch_index(md, IndexType.TIMESTAMP)
+    with rsm.fetch_index(md, IndexType.TIMESTAMP) as stream:  # cached before the change
+        assert len(stream.read()) == 40_000
+    rsm.delete_log_segment_data(md)
+    assert not path.exists()
+    fresh.close()
+    rsm.close()
+
+
+def test_orphaned_indexes_object_is_collected(tmp_path):
+    rsm = make_rsm(tmp_path / "tier")
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log_bytes(100),
+                                                index_size=40_000))
+    manifest_key = rsm.object_key(md, ObjectKind.MANIFEST)
+    rsm.object_store.delete_many([manifest_key])
+    collected = rsm.collect_orphans(0, TP)
+    assert collected == sorted([rsm.object_key(md, ObjectKind.LOG),
+                                rsm.object_key(md, ObjectKind.INDEXES)])
+    rsm.close()
+
+
+def test_format_2_segments_written_before_still_read(tmp_path):
+    """A segment stored as format 2 wrote it: every object as it is, crc32c manifest."""
+    root = tmp_path / "tier"
+    rsm = make_rsm(root, **{"chunk.size": "7", "compression.enabled": "true"})
+    md = new_md()
+    log = log_bytes(500)
+    contents = {ObjectKind.LOG: log, ObjectKind.OFFSET_INDEX: b"o" * 16,
+                ObjectKind.TIME_INDEX: b"t" * 24, ObjectKind.PRODUCER_SNAPSHOT: b"s" * 8,
+                ObjectKind.TRANSACTION_INDEX: b"x" * 34, ObjectKind.LEADER_EPOCH: EPOCHS}
+    objects = []
+    for kind, content in contents.items():
+        key = rsm.object_key(md, kind)
+        rsm.object_store.put(key, io.BytesIO(content), len(content))
+        hasher = new_hasher(CRC32C)
+        hasher.update(content)
+        objects.append(ManifestObject(kind, key.rpartition("/")[2], len(content), CRC32C,
+                                      hasher.hexdigest()))
+    final = md.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
+    raw = SegmentManifest(final, tuple(objects), next_commit_sequence()).to_json()
+    assert json.loads(raw)["format_version"] == 2 and b'"chunks"' not in raw
+    rsm.object_store.put(rsm.object_key(md, ObjectKind.MANIFEST), io.BytesIO(raw), len(raw))
+    assert rsm.list_remote_segments(TP) == [final]
+    assert read(rsm, md, 0) == log and read(rsm, md, 6, 22) == log[6:23]
+    with rsm.fetch_index(md, IndexType.TRANSACTION) as stream:
+        assert stream.read() == b"x" * 34
+    assert rsm.describe_segment(md)["format_version"] == 2
+    assert rsm.describe_segment(md)["indexes"] == "objects"
+    rsm.delete_log_segment_data(md)
+    assert [p for p in root.rglob("*") if p.is_file() and ".kt-tmp" not in p.parts] == []
+    rsm.close()
+
+
+def test_a_corrupted_compressed_chunk_is_an_error_naming_it(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
+    md = new_md()
+    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log_bytes(5000)))
+    chunks = rsm.read_manifest(md).chunks
+    path = tmp_path / "tier" / rsm.object_key(md, ObjectKind.LOG)
+    raw = bytearray(path.read_bytes())
+    raw[chunks.stored_range(3)[0] + 8] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    assert read(rsm, md, 0, 2999)  # chunks before it are fine
+    with pytest.raises(CorruptChunkError, match="log/3"):
+        read(rsm, md, 2500, 3500)
+    rsm.close()
+
+
+def test_copy_of_an_unreadable_log_leaves_nothing(tmp_path):
+    rsm = make_rsm(tmp_path / "tier", **{"compression.enabled": "true"})
+    md = new_md()
+    data = segment_files(tmp_path / "seg", log_bytes(100))
+    os.unlink(data.log_segment)
+    with pytest.raises(RemoteStorageError, match="cannot read local file") as info:
+        rsm.copy_log_segment_data(md, data)
+    assert not info.value.retriable
+    assert [p for p in (tmp_path / "tier").rglob("*") if p.is_file()
+            and ".kt-tmp" not in p.parts] == []
+    rsm.close()
