@@ -1057,7 +1057,10 @@ def read_batches(storage: RemoteStorageManager, md: RemoteLogSegmentMetadata, of
 def _prefetch_size(config: Mapping[str, Any]) -> int:
     """``fetch.chunk.cache.prefetch.max.size`` of the storage manager's settings
     (``rsm.config.`` in the broker config; 0 when absent or malformed: no prefetch)."""
-    raw = config.get("rsm.config.fetch.chunk.cache.prefetch.max.size", 0)
+    key = "fetch.chunk.cache.prefetch.max.size"
+    prefixed = getattr(config, "prefixed", None)  # a BrokerConfig holds plugin keys apart
+    raw = (prefixed("rsm.config.") if callable(prefixed) else {}).get(key) \
+        or config.get("rsm.config." + key, 0)
     try:
         return max(0, int(str(raw).strip()))
     except ValueError:

@@ -1,7 +1,7 @@
 """One Fetch reads every partition that needs the remote tier, in parallel (KAFKA-14915): N
 slow remote partitions cost about one store delay, not N; the reader pool's bound refuses a
 partition retriably; the response keeps its byte bound; local partitions of the same response
-are answered as before."""
+are answered as before. A read near a segment's end prefetches the next one (KIP-1003)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import time
 from typing import Any
 
 from kafka_tiers.api import TopicPartition
-from tests.broker.helpers import make_broker, shutdown_brokers  # noqa: F401
+from kafka_tiers.broker.broker import Broker
+from kafka_tiers.remote.local import LocalRemoteStorageManager
+from tests.broker.helpers import STARTED, make_broker, shutdown_brokers  # noqa: F401
 from tests.kafka.clients import confluent_consumer
 from tests.kafka.targets import LISTENER
 from tests.kafka.test_fetch import (
@@ -127,3 +129,51 @@ def test_the_response_keeps_its_byte_bound_in_request_order(tmp_path) -> None:
     sizes = [len(bytes(p.records or b"")) for p in resp.responses[0].partitions]
     assert sizes[0] > 0 and sizes[1:] == [0] * (PARTITIONS - 1), sizes
     assert len(batches(resp.responses[0].partitions[0].records)) == 1
+
+
+# ---------------------------------------------------------------------- KIP-1003 prefetch
+class _Prefetching(LocalRemoteStorageManager):
+    """The local plugin, recording the prefetches the broker asks for (``fail``: they
+    raise)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefetched: list[tuple[Any, int, int]] = []
+        self.fail = False
+
+    def prefetch(self, metadata: Any, start_position: int, size: int) -> None:
+        self.prefetched.append((metadata, start_position, size))
+        if self.fail:
+            raise RuntimeError("injected prefetch failure")
+
+
+def test_a_read_near_a_segments_end_prefetches_the_next_segment(tmp_path) -> None:
+    plugin = _Prefetching()
+    plugin.configure({"dir": str(tmp_path / "remote")})
+    budget = 1024
+    b = Broker({"log.dirs": str(tmp_path / "b1"), "broker.id": "1",
+                "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+                "rsm.config.fetch.chunk.cache.prefetch.max.size": str(budget),
+                "remote.log.manager.task.interval.ms": "3600000"}, remote_storage=plugin)
+    b.start()
+    STARTED.append(b)
+    b.create_topic("t", 1, {"remote.storage.enable": "true", "segment.bytes": "2048",
+                            "local.retention.bytes": "0"})
+    tp = TopicPartition("t", 0)
+    produce(b, tp, 0, 60, per_batch=4)
+    b.run_tiering()
+    segs = sorted(b.rlm.remote_segments(tp), key=lambda m: m.start_offset)
+    assert len(segs) >= 3
+    b.fetch(tp, segs[0].start_offset, 1)  # far from the segment's end: nothing
+    assert plugin.prefetched == []
+    got = b.fetch(tp, segs[0].end_offset, 1)  # the segment's last batch: the next one
+    assert got.tier == "remote"
+    [(md, start, size)] = plugin.prefetched
+    assert md.segment_id == segs[1].segment_id and start == 0 and 0 < size <= budget
+    plugin.fail = True  # a failing prefetch never fails the read
+    assert b.fetch(tp, segs[1].end_offset, 1).records
+    assert plugin.prefetched[-1][0].segment_id == segs[2].segment_id
+    plugin.prefetched.clear()
+    plugin.fail = False
+    b.fetch(tp, segs[-1].end_offset, 1)  # the last remote segment: no next one
+    assert plugin.prefetched == []
