@@ -43,7 +43,7 @@ Load = Callable[[], bytes]
 #: prefetched chunks remembered until a reader uses them (for the prefetch-hit counter)
 _PREFETCHED_MEMORY = 4096
 #: a pool thread with nothing to do for this long ends (a new one starts on demand)
-_IDLE_S = 30.0
+_IDLE_S = 5.0
 
 
 @dataclass(frozen=True)

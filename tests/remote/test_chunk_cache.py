@@ -627,3 +627,20 @@ def test_get_many_with_a_key_twice_loads_it_once() -> None:
     assert loader.get_many([("a", a), ("b", b), ("a", a)]) == [b"a", b"b", b"a"]
     assert (a.calls, b.calls) == (1, 1)
     loader.close()
+
+
+def test_close_ends_the_pool_threads() -> None:
+    before = set(threading.enumerate())
+
+    def pool_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate()
+                if t.name == "kafka-tiers-chunk" and t not in before and t.is_alive()]
+
+    loader = ChunkLoader(MemoryChunkCache(1 << 20), threads=3)
+    loader.get_many([(f"k#{i}", CountingLoad(delay=0.02)) for i in range(6)])
+    assert pool_threads()
+    loader.close()
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and pool_threads():
+        time.sleep(0.01)
+    assert not pool_threads()
