@@ -29,8 +29,17 @@ def section() -> str:
     return text[start:text.index("\n## ", start + 1)]
 
 
+def worked_example() -> str:
+    """The worked example's subsection (other parts' subsections have blocks of their own)."""
+    text = section()
+    start = text.index("### Worked example: S3, compression, encryption and a disk cache")
+    end = text.find("\n### ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
 def blocks(kind: str) -> list[str]:
-    return re.findall(rf"^```{kind}\n(.*?)^```", section(), re.M | re.S)
+    """The worked example's ```kind blocks, in order."""
+    return re.findall(rf"^```{kind}\n(.*?)^```", worked_example(), re.M | re.S)
 
 
 def key_rows() -> dict[str, str]:
@@ -159,7 +168,7 @@ def test_the_describe_lines_are_what_describe_prints() -> None:
             "ratio": round(stored / original, 4), "compression": "zstd", "key_id": "k1",
             "indexes": values["indexes"], "encrypted": True}
     assert -(-original // int(chunk_size)) == int(chunks)
-    cache = {"chunk_cache": {"hits": 0, "misses": 0}, "manifest_cache": {"hits": 0, "misses": 1},
+    cache = {"chunk_cache": {"hits": 0, "misses": 0}, "manifest_cache": {"hits": 0, "misses": 0},
              "downloads": 0}
     assert _data_lines(data, cache) == lines
 
