@@ -90,6 +90,48 @@ def test_broken_backends_fail_only_their_rules(tmp_path: Path, backend: str,
     assert collector.all_rules() == rules
 
 
+DATA_PATH_SUITE_FILE = """
+import pytest
+from kafka_tiers.conformance.storage import (CacheTests, ChunkingTests, CompressionTests,
+                                             EncryptionTests, StorageTarget)
+from tests.remote.broken_data_path import {cls}
+
+class TestBroken(ChunkingTests, CompressionTests, EncryptionTests, CacheTests):
+    @pytest.fixture
+    def storage_target(self, tmp_path):
+        return StorageTarget.from_class({cls}, {{"dir": str(tmp_path / "remote")}})
+"""
+
+
+@pytest.mark.parametrize(("backend", "selected", "broken"), [
+    ("PlaintextClaimingEncryption", "plaintext or flipped_byte_in_a_log",
+     {"test_no_plaintext_at_rest[aes]": "encrypted-at-rest",
+      "test_no_plaintext_at_rest[zstd-aes]": "encrypted-at-rest",
+      "test_flipped_byte_in_a_log_chunk_is_detected[aes]": "tamper-detected"}),
+    ("WrongByteAfterChunkBoundary", "chunked_segment",
+     {"test_chunked_segment_reads_back[odd-plain]": "chunk-boundary-ranges",
+      "test_chunked_segment_reads_back[1-byte-zstd-aes]": "chunk-boundary-ranges"}),
+])
+def test_data_path_areas_fail_a_broken_data_path(tmp_path: Path, backend: str, selected: str,
+                                                 broken: dict[str, str]) -> None:
+    """The data-path areas alone (a class of only them, as a third party may compose) against a
+    ``local`` backend with one data-path rule broken: the tests of that rule fail naming it,
+    the cache checks still pass."""
+    test_file = tmp_path / f"test_{backend.lower()}_{uuid.uuid4().hex[:8]}.py"
+    test_file.write_text(DATA_PATH_SUITE_FILE.format(cls=backend))
+    collector = Collector()
+    code = pytest.main([str(test_file), "-q", "-p", "no:cacheprovider", "--rootdir",
+                        str(tmp_path), "-k", f"{selected} or evicted or concurrent_readers"],
+                       plugins=[collector])
+    assert code == 1
+    for test_name, rule in broken.items():
+        assert test_name in collector.failed(), sorted(collector.failed())
+        assert rule in collector.rules[test_name], collector.rules[test_name]
+    passed = {n for n, o in collector.outcomes.items() if o == "passed"}
+    assert {"test_evicted_chunk_is_downloaded_again",
+            "test_concurrent_readers_of_a_chunk_download_it_once"} <= passed, sorted(passed)
+
+
 def test_options_run_the_suite_against_local(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     collector = Collector()
