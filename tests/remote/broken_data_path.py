@@ -18,7 +18,7 @@ class PlaintextClaimingEncryption(LocalRemoteStorageManager):
 
     def _new_transform(self, sid: str, log_path: str
                        ) -> tuple[SegmentTransform, WrappedDataKey | None]:
-        transform, wrapped = super()._new_transform(sid, log_path)  # type: ignore[misc]
+        transform, wrapped = super()._new_transform(sid, log_path)
         plain = SegmentTransform(sid, transform.compression, None, transform.level)
         return plain, wrapped
 
@@ -40,7 +40,7 @@ class WrongByteAfterChunkBoundary(LocalRemoteStorageManager):
         if boundary < len(data):
             data[boundary] ^= 0x01
         result: Any = io.BytesIO(bytes(data))
-        return result  # type: ignore[no-any-return]
+        return result
 
 
 __all__ = ["PlaintextClaimingEncryption", "WrongByteAfterChunkBoundary"]
