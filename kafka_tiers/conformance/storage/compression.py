@@ -63,6 +63,12 @@ class CompressionTests(DataPathSuiteBase):
             check(RULE, log.stored_size in (None, len(stored)),
                   f"the manifest says the log is stored in {log.stored_size} bytes; the "
                   f"object has {len(stored)}")
+            described = guarded.describe_segment(segment.metadata)
+            check(RULE, described.get("stored_size") == len(stored)
+                  and described.get("original_size") == size,
+                  f"describe_segment says {described.get('original_size')} bytes stored in "
+                  f"{described.get('stored_size')}; the log has {size}, the object "
+                  f"{len(stored)}")
             # either setting reads both kinds: the manifest says how each is stored
             check_reads(plain, segment, RULE, ranges=ranges)
             check_reads(packed, segment, RULE, ranges=ranges)
@@ -83,6 +89,10 @@ class CompressionTests(DataPathSuiteBase):
             check(HEURISTIC, manifest.compression == want,
                   f"with compression.heuristic.enabled=true a segment of {codec} batches was "
                   f"stored with compression {manifest.compression!r}, expected {want!r}")
+            described = guarded.describe_segment(segment.metadata)
+            check(HEURISTIC, described.get("compression") == want,
+                  f"describe_segment of a segment of {codec} batches says compression "
+                  f"{described.get('compression')!r}, its manifest {want!r}")
             check_reads(guarded, segment, HEURISTIC, ranges=[(10, 20_000)])
 
 

@@ -252,9 +252,8 @@ class EncryptionTests(DataPathSuiteBase):
         rsm = data_path.rsm()
         before = stored_objects(rsm, segment)
         rotated = data_path.encryption("k2", ["k1", "k2"])
-        rekeyer = data_path.rsm(rotated)
         guarded = data_path.guarded(rotated)
-        done = rekeyer.rekey(segment.metadata)
+        done = guarded.rekey(segment.metadata)
         check(REKEY, done is True, f"rekey of a segment wrapped with k1, k2 active, returned "
               f"{done!r}, not True")
         after = stored_objects(rsm, segment)
@@ -273,7 +272,7 @@ class EncryptionTests(DataPathSuiteBase):
         check_reads(data_path.rsm(data_path.encryption(None, ["k2"])), segment, REKEY,
                     ranges=[(5000, 15_000)])
         check_reads(guarded, segment, REKEY)
-        again = rekeyer.rekey(segment.metadata)
+        again = guarded.rekey(segment.metadata)
         check(REKEY, again is False,
               f"rekey of a segment already wrapped with the active pair returned {again!r}, "
               "not False")
