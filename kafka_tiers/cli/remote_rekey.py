@@ -165,7 +165,7 @@ def rekey(ctx: click.Context, storage: str | None, config_file: str | None,
             partitions = rsm.list_partitions(topic)
         else:
             partitions = [0]
-        segments = []
+        segments: list[Any] = []
         for p in partitions:
             tp = _tp(topic, p)
             segments += ([_find(rsm, tp, segment_id)] if segment_id
