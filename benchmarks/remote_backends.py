@@ -216,7 +216,8 @@ def bench_backend(backend: Backend, info: Any, work: Path, rounds: int,
             copy_s: list[float] = []
             plain_s: list[float] = []
             enc_s: list[float] = []
-            md = enc_md = None
+            md: RemoteLogSegmentMetadata | None = None
+            enc_md: RemoteLogSegmentMetadata | None = None
             for i in range(rounds):
                 order = ("copy", "plain", "enc")
                 for what in order[i % 3:] + order[:i % 3]:
@@ -224,7 +225,7 @@ def bench_backend(backend: Backend, info: Any, work: Path, rounds: int,
                         plain_s.append(plain.plain_upload(server, info.log_path))
                         continue
                     target, times = (plugin, copy_s) if what == "copy" else (enc, enc_s)
-                    old = md if what == "copy" else enc_md
+                    old: RemoteLogSegmentMetadata | None = md if what == "copy" else enc_md
                     if old is not None:
                         target.delete_log_segment_data(old)
                     new = metadata_for(info)
@@ -283,7 +284,7 @@ def encrypted_one_batch_read(backend: Backend, config: dict[str, str],
     try:
         start = time.perf_counter()
         position = cache.lookup(md, middle, lambda m: plugin.fetch_index(m, IndexType.OFFSET))
-        result = read_batches(reader, md, middle, 1, position)  # type: ignore[arg-type]
+        result = read_batches(reader, md, middle, 1, position)
         first_ms = (time.perf_counter() - start) * 1000
         counts = dict(store.read_bytes)
         gets = dict(store.gets)

@@ -47,6 +47,7 @@ JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import builtins
 import io
 import json
 import os
@@ -56,7 +57,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -120,8 +121,9 @@ def make_json_batch(seed: int) -> bytes:
     countries = ("DE", "FR", "US", "GB", "NL", "SE", "PL", "ES", "IT", "JP")
     records = []
     for i in range(RECORDS_PER_BATCH):
-        items = [{"sku": f"SKU-{rnd.randrange(100000):05d}", "qty": rnd.randrange(1, 5),
-                  "price": round(rnd.uniform(1, 500), 2)} for _ in range(rnd.randrange(1, 6))]
+        items: list[dict[str, Any]] = [
+            {"sku": f"SKU-{rnd.randrange(100000):05d}", "qty": rnd.randrange(1, 5),
+             "price": round(rnd.uniform(1, 500), 2)} for _ in range(rnd.randrange(1, 6))]
         value = json.dumps({
             "event_id": os.urandom(16).hex(), "ts": now + i, "type": rnd.choice(events),
             "user": {"id": rnd.randrange(10_000_000), "country": rnd.choice(countries),
@@ -191,7 +193,8 @@ def transformed_config(keys: Mapping[str, str], **extra: str) -> dict[str, str]:
             "encryption.enabled": "true", **keys, **extra}
 
 
-def local_manager(remote_dir: Path, config: Mapping[str, str]) -> LocalRemoteStorageManager:
+def local_manager(remote_dir: Path, config: Mapping[str, str]) -> Any:
+    """A configured `local` storage manager (LocalRemoteStorageManager) over ``remote_dir``."""
     manager = LocalRemoteStorageManager()
     manager.configure({"dir": str(remote_dir), **config})
     return manager
@@ -242,7 +245,7 @@ class CountingStore(ObjectStore):
     def get(self, key: str, byte_range: ByteRange | None = None) -> BinaryIO:
         stream = self.inner.get(key, byte_range)
         self.add(self.gets, kind_of(key), 1)
-        return io.BufferedReader(_CountingReader(stream, self, self.read_bytes,  # type: ignore
+        return io.BufferedReader(_CountingReader(stream, self, self.read_bytes,
                                                  kind_of(key)), MIB)
 
     def delete_many(self, keys: Sequence[str]) -> None:
@@ -255,7 +258,7 @@ class CountingStore(ObjectStore):
         return self.inner.translate_error(exc, key)
 
     def collect_garbage(self, prefix: str, older_than_ms: int, dry_run: bool = False
-                        ) -> list[str]:
+                        ) -> builtins.list[str]:
         return self.inner.collect_garbage(prefix, older_than_ms, dry_run)
 
     def close(self) -> None:
@@ -294,7 +297,12 @@ class _CountingReader(io.RawIOBase):
 def counting(manager: Any) -> CountingStore:
     """Wrap ``manager``'s store in a :class:`CountingStore`; returns it."""
     holder: list[CountingStore] = []
-    manager.wrap_object_store(lambda s: holder.append(CountingStore(s)) or holder[0])
+
+    def wrap(store: ObjectStore) -> ObjectStore:
+        holder.append(CountingStore(store))
+        return holder[0]
+
+    manager.wrap_object_store(wrap)
     return holder[0]
 
 
@@ -337,7 +345,7 @@ class RangeRecorder:
     def fetch_log_segment(self, md: RemoteLogSegmentMetadata, start: int,
                           end: int | None = None) -> BinaryIO:
         self.ranges.append((start, end))
-        return self.manager.fetch_log_segment(md, start, end)  # type: ignore[no-any-return]
+        return self.manager.fetch_log_segment(md, start, end)
 
 
 def covering_chunks_stored(manager: Any, md: RemoteLogSegmentMetadata,
@@ -486,7 +494,7 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
         def tier_enc1(enc1_tier: Any = enc1_tier) -> None:
             manager_copy(enc1_tier, enc1_rates)
 
-        steps = [plain, tiered, tier_plain, tier_enc, tier_enc1]
+        steps: list[Callable[[], object]] = [plain, tiered, tier_plain, tier_enc, tier_enc1]
         for step in steps[round_no:] + steps[:round_no]:
             os.sync()  # each starts with no dirty pages of the others pending
             step()  # the order rotates, so none always runs on a warmer cache
@@ -507,6 +515,7 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
     assert broker is not None and enc_md is not None
     out: dict[str, Any] = {}
     try:
+        assert broker.rlm is not None
         md = broker.rlm.remote_segments(tp)[0]
         size = md.segment_size_in_bytes
         middle = md.start_offset + records // 2
@@ -658,6 +667,7 @@ def sequential_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
         copy_s = time.perf_counter() - start
         lg = broker.log(tp)
         lg.advance_local_log_start_offset(lg.segment_bases()[-1])
+        assert broker.rlm is not None
         mds = broker.rlm.remote_segments(tp)
     finally:
         broker.shutdown()
