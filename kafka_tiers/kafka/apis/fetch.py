@@ -382,14 +382,14 @@ def _start_remote_reads(ctx: RequestContext, wants: list[_Want], limit: int
         tp, _ = topic_partition_or_error(w.topic, w.partition)
         if tp is None:
             continue
+        lg = lm.get_log(tp)  # the cheap test first: most fetches read the local log
+        if lg is None or not lg.log_start_offset <= w.offset < lg.local_log_start_offset:
+            continue
         try:
             leads, epoch = broker.leadership(tp)
         except Exception:
             continue
-        if not leads or (w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch):
-            continue
-        lg = lm.get_log(tp)
-        if (lg is None or not lg.log_start_offset <= w.offset < lg.local_log_start_offset
+        if (not leads or (w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch)
                 or not broker.tiered(tp)):
             continue
         max_bytes = max(1, min(w.max_bytes, limit))
