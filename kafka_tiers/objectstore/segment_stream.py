@@ -64,7 +64,10 @@ class ChunkedSegmentStream(io.RawIOBase):
         try:
             loaded = self._load(batch)
         except Exception as exc:
-            raise self._translate(exc) from exc
+            err = self._translate(exc)
+            if err is exc:
+                raise
+            raise err from exc
         self._next += len(batch)
         views = [memoryview(b) for b in loaded]
         if self._skip:
