@@ -990,6 +990,8 @@ class Broker:
                 rlm.become_leader(tp, epoch)
             else:
                 rlm.become_follower(tp)
+        else:  # tiering turned off (KIP-950): a partition still managed runs its task now
+            rlm.trigger(tp)
 
     def _on_roll(self, lg: Log, info: SegmentInfo) -> None:
         """A segment rolled: the ``segment_rolled`` hook, and the partition's remote copy is
