@@ -396,6 +396,7 @@ class Broker:
                 self.member.replicas.on_data = self.data_arrived.notify
                 if self.rlm is not None:  # followers behind a tiered leader's local log
                     self.member.replicas.remote_tier_state = self.rlm.tier_state
+                    self.member.replicas.on_topic_config = self.rlm.trigger
         else:
             for info in self._topics.values():
                 for p in range(info.partitions):

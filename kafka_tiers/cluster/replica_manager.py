@@ -414,6 +414,9 @@ class ReplicaManager:
         #: local log start (``(tp, leader's local log start) -> RemoteTierState``, may raise;
         #: the broker sets it to its remote log manager's ``tier_state``)
         self.remote_tier_state: Callable[[TopicPartition, int], RemoteTierState] | None = None
+        #: called (without locks) after a topic config change reached a hosted partition's
+        #: log: the broker's remote log manager runs the partition's task (KIP-950 switches)
+        self.on_topic_config: Callable[[TopicPartition], None] | None = None
         #: called whenever a led partition's high watermark moves (with the partition's lock
         #: held: it must not block): Kafka-protocol fetches waiting for data wake up
         self.on_data: Callable[[], None] | None = None
@@ -584,7 +587,11 @@ class ReplicaManager:
         p.topic_config = dict(e.get("topic_config") or {})
         live = self.log_manager.get_log(tp)  # a topic config change applies at once
         if live is not None:
-            live.config = self.log_manager.config.with_overrides(e.get("config") or {})
+            new_config = self.log_manager.config.with_overrides(e.get("config") or {})
+            changed = new_config != live.config
+            live.config = new_config
+            if changed and self.on_topic_config is not None:
+                self.on_topic_config(tp)
         with p.lock:
             if epoch < p.leader_epoch:
                 raise ApiError(f"{tp}: leader epoch {epoch} < {p.leader_epoch}",

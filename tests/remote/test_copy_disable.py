@@ -152,3 +152,41 @@ def test_the_switches_through_incremental_alter_configs(tmp_path) -> None:
     broker.run_tiering()
     assert _remote_files(tmp_path) == set()
     assert broker.log(tp).log_start_offset == broker.log(tp).local_log_start_offset
+
+
+def test_a_cluster_deletes_the_remote_data_when_tiering_is_turned_off(tmp_path) -> None:
+    from kafka_tiers.cluster.local_cluster import LocalCluster
+    from tests.kafka.test_admin_topics import controller_of
+
+    c = LocalCluster(tmp_path / "c", 3, overrides={
+        "remote.log.storage.enable": "true", "rsm.config.dir": str(tmp_path / "remote"),
+        "remote.log.manager.task.interval.ms": "3600000"}).start()
+    try:
+        cl = c.client()
+        cl.create_topic("t", 1, 3, {**TIERED, "local.retention.bytes": "0"})
+        tp = TopicPartition("t", 0)
+        for i in range(60):
+            cl.produce("t", 0, [f"value-{i:04d}-" + "x" * 40])
+        leader = c.broker(cl.leader("t", 0, refresh=True))
+        assert leader.rlm.run_once(tp).error is None  # the rolls copied (background tasks)
+        assert leader.rlm.remote_segments(tp) and _remote_files(tmp_path)
+        ctl_broker = controller_of(c)
+        ctl, policy = ctl_broker.controller, ctl_broker.topic_configs
+
+        def turn_off(delete: bool) -> None:
+            new = {**TIERED, "local.retention.bytes": "0", "remote.storage.enable": "false",
+                   **({"remote.log.delete.on.disable": "true"} if delete else {})}
+            ctl.call(lambda: ctl.alter_topic_config(
+                "t", lambda cur: policy.validate_change("t", cur, new)))
+
+        with pytest.raises(ConfigError, match="invalid to disable remote storage"):
+            turn_off(delete=False)
+        turn_off(delete=True)
+        # no task interval passes: the LeaderAndIsr of the new config runs the tasks now
+        c.wait_until(lambda: not _remote_files(tmp_path), 15, "the remote data deleted")
+        c.wait_until(lambda: all(tp not in c.broker(b).rlm.partitions() for b in c.live), 15,
+                     "tiering stopped on every replica")
+        lg = leader.log_manager.get_log(tp)
+        assert lg.log_start_offset == lg.local_log_start_offset > 0
+    finally:
+        c.close()
