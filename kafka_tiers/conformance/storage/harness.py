@@ -1,5 +1,7 @@
-"""The tools of the storage conformance suite: the plugin under test, segment builders, named
-checks, and object-store wrappers that inject faults and count open streams."""
+"""The tools of the storage conformance suite: the plugin under test (also reconfigured with
+data-path settings over the same root), segment builders, named checks, object-store wrappers
+that inject faults, count open streams and record gets, RSA key pair files for encryption at
+rest, and raw access to stored objects."""
 
 from __future__ import annotations
 
