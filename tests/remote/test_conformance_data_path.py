@@ -98,3 +98,29 @@ def test_key_pair_files_are_read_by_the_key_ring(tmp_path: Path) -> None:
     reader = encryption_settings(tmp_path / "reader", None, ["k2"])
     assert reader["encryption.enabled"] == "false" and "encryption.key.pair.id" not in reader
     assert DataSettings.from_config(reader).key_ring.unwrap("k2", wrapped) == b"\x01" * 32
+
+
+OWN_DATA_KEYS_FILE = """
+import pytest
+from kafka_tiers.conformance.storage import ChunkingTests, StorageTarget
+from kafka_tiers.remote.local import LocalRemoteStorageManager
+
+class TestOwnDataKeys(ChunkingTests):
+    @pytest.fixture
+    def storage_target(self, tmp_path):
+        return StorageTarget.from_class(LocalRemoteStorageManager, {
+            "dir": str(tmp_path / "remote"), "compression.enabled": "true",
+            "chunk.size": "7", "fetch.chunk.cache.class": "disk"})
+"""
+
+
+def test_the_targets_own_data_keys_do_not_change_the_tests(tmp_path: Path) -> None:
+    """A target configured like a broker with compression, a 7-byte chunk size and a disk cache
+    (without its path): the plain layout tests still get exactly their own settings."""
+    test_file = tmp_path / f"test_own_keys_{uuid.uuid4().hex[:8]}.py"
+    test_file.write_text(OWN_DATA_KEYS_FILE)
+    collector = Collector()
+    code = pytest.main([str(test_file), "-q", "-p", "no:cacheprovider", "--rootdir",
+                        str(tmp_path), "-k", "plain"], plugins=[collector])
+    assert code == 0
+    assert set(collector.outcomes.values()) == {"passed"} and len(collector.outcomes) == 3

@@ -5,8 +5,9 @@ they stored.
 Those areas run only for plugins declaring the ``data_transforms`` capability (the storage
 manager the core builds around every object store declares it). Each test reconfigures the
 plugin with its own keys (``chunk.size``, ``compression.enabled``, ``encryption.*``,
-``fetch.chunk.cache.*``) on top of the target's config, over the test's fresh root (its random
-``key.prefix``), and reads the stored objects raw through the plugin's object store.
+``fetch.chunk.cache.*``) on top of the target's config (its own data-path keys left out), over
+the test's fresh root (its random ``key.prefix``), and reads the stored objects raw through the
+plugin's object store.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from kafka_tiers.conformance.storage.harness import (
 )
 from kafka_tiers.log.records import ProducerRecord, build_batch
 from kafka_tiers.objectstore import ObjectStoreRemoteStorageManager
+from kafka_tiers.objectstore.data_settings import is_data_key
 from kafka_tiers.objectstore.keys import ObjectKind
 from kafka_tiers.objectstore.manifest import SegmentManifest
 
@@ -48,12 +50,17 @@ class DataPath:
     """Instances of the plugin under test with data-path settings, over the test's root.
 
     Args:
-        target: the test's target (its fresh root).
+        target: the test's target (its fresh root); its own data-path keys
+            (:func:`kafka_tiers.objectstore.data_settings.is_data_key`) are left out, so every
+            instance has exactly the settings its test gives.
         key_dir: where key pair files are written.
     """
 
     def __init__(self, target: StorageTarget, key_dir: Path) -> None:
-        self.target = target
+        # the target's own data-path keys (a broker's encryption or cache settings) would
+        # change what each test configures: they are dropped, the store's keys kept
+        self.target = replace(target, config={k: v for k, v in target.config.items()
+                                              if not is_data_key(k)}, _cleanup=[])
         self.key_dir = key_dir
         self._made: list[RemoteStorageManager] = []
 
