@@ -1250,4 +1250,4 @@ def _concurrent_puts(store: ObjectStore) -> int:
     return value
 
 
-__all__ = ["ObjectStoreRemoteStorageManager"]
+__all__ = ["INLINE_INDEXES_MAX", "ObjectStoreRemoteStorageManager"]
