@@ -70,7 +70,9 @@ def read_only_config(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
 def open_read_only(settings: Any) -> Any:
     """The storage plugin of ``settings`` (a
     :class:`~kafka_tiers.remote.storage_config.StorageSettings`), loaded, configured with
-    :func:`read_only_config` and guarded: it creates nothing.
+    :func:`read_only_config` and guarded: it creates nothing (no tier directory, no cache
+    directory). ``remote rekey`` opens it this way too and writes only the manifests it
+    re-wraps.
 
     Raises:
         PluginError, ConfigError: the plugin does not load or refuses its settings.

@@ -140,19 +140,16 @@ def rekey(ctx: click.Context, storage: str | None, config_file: str | None,
       kafka-tiers remote rekey --storage s3 --config s3.properties --topic orders \\
           --partition 2 --format json
     """
-    from kafka_tiers.cli.remote import _find, _tp, read_only_config
-    from kafka_tiers.remote.guarded import (
-        OPTIONAL_OPERATIONS,
-        GuardedRemoteStorage,
-        UnsupportedStorageOperationError,
-    )
+    from kafka_tiers.cli.remote import _find, _tp, open_read_only
+    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, UnsupportedStorageOperationError
     from kafka_tiers.remote.storage_config import storage_settings
 
     _tp(topic, partition or 0)
     settings = storage_settings(storage, config_file, parse_kv(overrides, "--set"))
     active = active_key_id(settings.config)
-    with GuardedRemoteStorage.load(settings.plugin,
-                                   read_only_config(settings.plugin, settings.config)) as rsm:
+    # opened as every remote command opens it (no tier or cache directory is created);
+    # rekey writes nothing but the manifests it re-wraps
+    with open_read_only(settings) as rsm:
         for operation in ("read_manifest", "rekey"):
             if operation not in OPTIONAL_OPERATIONS or not rsm.supports(operation):
                 raise UnsupportedStorageOperationError(
