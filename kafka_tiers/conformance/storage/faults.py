@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from kafka_tiers.api import (
+    IndexType,
     ObjectStore,
     RemoteStorageError,
     RemoteStorageManager,
@@ -71,14 +72,18 @@ class FaultTests(StorageSuiteBase):
         check_not_listed(rsm, segment, RULE)
         check_absent(rsm, segment, RULE)
 
-    @pytest.mark.parametrize("suffix", [".log", ".manifest"])  # indexes: inline (format 3)
+    # format 3 keeps small indexes inline in the manifest; ".indexes" copies indexes of over
+    # 64 KiB, stored in one object of their own
+    @pytest.mark.parametrize("suffix", [".log", ".indexes", ".manifest"])
     @storage_test(RULE, requires=("fault_injection",))
     def test_copy_failing_midway(self, rsm: RemoteStorageManager,
                                  make_rsm: Callable[[], RemoteStorageManager],
                                  segments: SegmentBuilder, suffix: str) -> None:
         earlier = segments.make(0)
         copy(rsm, earlier)
-        segment = segments.make(1000, log_size=40_000)
+        large = {IndexType.OFFSET: bytes(40_000), IndexType.TIMESTAMP: bytes(36_000)}
+        segment = segments.make(1000, log_size=40_000,
+                                index_bytes=large if suffix == ".indexes" else None)
         broken, store = faulty(make_rsm, fail_put_after=50, fail_put_suffix=suffix)
         expect_raises(RULE, RemoteStorageError, broken.copy_log_segment_data,
                       segment.metadata, segment.data)
