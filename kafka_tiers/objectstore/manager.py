@@ -123,6 +123,10 @@ from kafka_tiers.objectstore.transforms import (
 
 log = logging.getLogger(__name__)
 
+#: Chunks of a copy encoded at once (compressed, encrypted) ahead of its upload: the encoding
+#: overlaps the put and uses two cores, holding at most three chunks of the copy at once.
+ENCODE_WORKERS = 2
+
 #: (manager base, store class) -> the manager class made by ``for_store``
 _MANAGER_CLASSES: dict[tuple[type, type], Any] = {}
 _MANAGER_CLASSES_LOCK = threading.Lock()
@@ -650,10 +654,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         except OSError as exc:
             raise RemoteStorageError(f"cannot read local file {path}: {exc.strerror or exc}",
                                      segment_id=sid, retriable=False) from None
+        reader = EncodingReader(
+            fh, path, length, chunk_size,
+            lambda i, view: transform.encode(log_label(i), view), cancel,
+            workers=ENCODE_WORKERS)
         try:
-            reader = EncodingReader(
-                fh, path, length, chunk_size,
-                lambda i, view: transform.encode(log_label(i), view), cancel)
             count = -(-length // chunk_size)
             expected = (None if transform.compression is not None
                         else length + count * ENCRYPTION_OVERHEAD)
@@ -669,6 +674,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                                    reader.digest.hexdigest(), stored_size, stored_digest),
                     ChunkIndex(chunk_size, length, tuple(reader.stored_sizes)))
         finally:
+            reader.close()  # no encoding of this copy runs after this line
             fh.close()
 
     def _put_stream(self, key: str, stream: BinaryIO, length: int | None, sid: str) -> Any:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import threading
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from kafka_tiers.api.errors import RemoteStorageError
@@ -75,25 +77,38 @@ class EncodingReader(io.RawIOBase):
     chunk's stored size (:attr:`stored_sizes`). When ``cancel`` is set, the next read raises
     :class:`CopyCancelled`.
 
+    With ``workers`` > 1 the chunks are encoded ahead of the upload, in order: while the put
+    reads chunk *i*, chunks *i+1..i+workers* are read and encoded on a pool of ``workers``
+    threads (zstd and AES-GCM release the GIL while they work), so the encoding overlaps the
+    upload and itself runs on several cores. At most ``workers + 1`` chunks (their original
+    and stored bytes) are held at once: the one being uploaded and those being encoded.
+    :meth:`close` drops the chunks not yet encoded and waits for those being encoded (nothing
+    of the copy runs after it returns); a cancelled or failed read stops the pool the same
+    way.
+
     Args:
         source: the open file (read with ``readinto``).
         name: its path (for error messages).
         length: its size in bytes (what is read, at most).
         chunk_size: original bytes per chunk.
-        encode: the chunk transform.
+        encode: the chunk transform (must be safe to call from several threads at once).
         cancel: set to stop the copy.
+        workers: chunks encoded at once ahead of the upload (1: each chunk is encoded when
+            the put needs it, on the put's thread).
     """
 
     def __init__(self, source: Any, name: str, length: int, chunk_size: int,
                  encode: Callable[[int, memoryview], bytes],
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, workers: int = 1) -> None:
         self._source = source
         self._name = name
         self._remaining = length
         self._chunk_size = chunk_size
         self._encode = encode
         self._cancel = cancel
-        self._chunk = bytearray(chunk_size)
+        self._workers = max(1, workers)
+        self._pool: ThreadPoolExecutor | None = None
+        self._ahead: deque[Future[bytes]] = deque()
         self._out = memoryview(b"")
         self._number = 0
         self.digest = new_hasher(CRC32C)
@@ -104,11 +119,13 @@ class EncodingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def _next_chunk(self) -> bool:
+    def _read_chunk(self) -> bytearray | None:
+        """The next chunk's original bytes (hashed and counted), or None at the end."""
         want = min(self._chunk_size, self._remaining)
         if want == 0:
-            return False
-        view = memoryview(self._chunk)[:want]
+            return None
+        chunk = bytearray(want)
+        view = memoryview(chunk)
         got = 0
         while got < want:
             try:
@@ -122,8 +139,34 @@ class EncodingReader(io.RawIOBase):
         self.digest.update(view)
         self.count += want
         self._remaining -= want
-        stored = self._encode(self._number, view)
-        self._number += 1
+        return chunk
+
+    def _fill_ahead(self) -> None:
+        """Read and submit chunks until ``workers`` are being encoded or the file ends."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers,
+                                            thread_name_prefix="kafka-tiers-encode")
+        while len(self._ahead) < self._workers:
+            chunk = self._read_chunk()
+            if chunk is None:
+                return
+            self._ahead.append(self._pool.submit(self._encode, self._number,
+                                                 memoryview(chunk)))
+            self._number += 1
+
+    def _next_chunk(self) -> bool:
+        if self._workers > 1:
+            self._fill_ahead()
+            if not self._ahead:
+                return False
+            stored = self._ahead.popleft().result()
+            self._fill_ahead()  # keep the pool busy while this chunk is uploaded
+        else:
+            chunk = self._read_chunk()
+            if chunk is None:
+                return False
+            stored = self._encode(self._number, memoryview(chunk))
+            self._number += 1
         self.stored_digest.update(stored)
         self.stored_sizes.append(len(stored))
         self._out = memoryview(stored)
@@ -131,16 +174,35 @@ class EncodingReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         if self._cancel is not None and self._cancel.is_set():
+            self._stop()
             raise CopyCancelled(f"reading {self._name} stopped: another object of the copy "
                                  "failed")
         view = memoryview(buffer).cast("B")
         while not self._out:
-            if not self._next_chunk():
+            try:
+                more = self._next_chunk()
+            except BaseException:
+                self._stop()
+                raise
+            if not more:
                 return 0
         n = min(len(view), len(self._out))
         view[:n] = self._out[:n]
         self._out = self._out[n:]
         return n
+
+    def _stop(self) -> None:
+        """Drop the chunks waiting to be encoded and wait for those being encoded."""
+        pool, self._pool = self._pool, None
+        for future in self._ahead:
+            future.cancel()
+        self._ahead.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self._stop()
+        super().close()
 
 
 class ManagedStream(io.RawIOBase):
