@@ -13,7 +13,7 @@ key                                         default          meaning
 ``compression.enabled``                     false            zstd-compress each chunk
 ``compression.heuristic.enabled``           false            skip compressing a segment whose first
                                                              batch is already compressed
-``compression.zstd.level``                  3                zstd level (1..22)
+``compression.zstd.level``                  1                zstd level (1..22)
 ``encryption.enabled``                      false            AES-256-GCM per chunk, data key wrapped
                                                              with an RSA key pair (see
                                                              :mod:`.encryption` for its keys)
