@@ -47,6 +47,8 @@ def test_its_tests_run_the_whole_storage_suite_and_pass(example: tuple[Path, Pat
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "kafka-tiers storage conformance" in out
-    # it declares every capability: nothing of the suite is skipped
-    assert "result: PASS (39 of 39 tests passed or skipped)" in out
+    # it declares every capability: nothing of the suite is skipped (60 tests with the
+    # data-path areas; the suite only grows)
+    summary = re.search(r"result: PASS \((\d+) of (\d+) tests passed or skipped\)", out)
+    assert summary and summary[1] == summary[2] and int(summary[1]) >= 60, out
     assert re.search(r"^\d+ passed in ", out, re.M), out  # no skip, no failure
