@@ -29,7 +29,7 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 
@@ -39,6 +39,9 @@ from kafka_tiers.objectstore.chunk_cache import ChunkCache
 log = logging.getLogger(__name__)
 
 Load = Callable[[], bytes]
+#: Loads the items ``first..end-1`` of a span (contiguous chunks) with one read, yielding each
+#: chunk's bytes in order as it arrives.
+SpanLoad = Callable[[int, int], Iterator[bytes]]
 
 #: prefetched chunks remembered until a reader uses them (for the prefetch-hit counter)
 _PREFETCHED_MEMORY = 4096
@@ -83,6 +86,18 @@ class _Flight:
         self.queued = False  # waits in a pool queue, not yet taken
 
 
+class _Span:
+    """A prefetch of contiguous chunks with one read: their flights (``items[i]`` is the flight
+    of item ``first + i``) and the span loader."""
+
+    __slots__ = ("first", "flights", "load")
+
+    def __init__(self, first: int, flights: list[_Flight], load: SpanLoad) -> None:
+        self.first = first
+        self.flights = flights
+        self.load = load
+
+
 class ChunkLoader:
     """Single-flight chunk loads through an optional cache (module docstring for the rules).
 
@@ -105,7 +120,7 @@ class ChunkLoader:
         self._work = threading.Condition(self._lock)
         self._inflight: dict[str, _Flight] = {}
         self._readers_queue: deque[_Flight] = deque()
-        self._prefetch_queue: deque[_Flight] = deque()
+        self._prefetch_queue: deque[_Flight | _Span] = deque()
         self._workers = 0
         self._idle = 0
         self._queued_prefetches = 0
@@ -189,6 +204,55 @@ class ChunkLoader:
             if not isinstance(exc, Exception):
                 raise
             return
+        self._finish(flight, data)
+
+    def _wait(self, flight: _Flight) -> bytes:
+        """Run ``flight`` here if nobody has, then its bytes (or its error)."""
+        if self._take(flight):
+            self._execute(flight)
+            return flight.future.result()
+        result = flight.future.result()
+        if flight.prefetch and flight.by_pool:  # joined a prefetch's download
+            with self._lock:
+                self._prefetch_hits += 1
+        return result
+
+    def _execute_span(self, span: _Span) -> None:
+        """Run a span prefetch: take the flights nobody has taken (a reader may have run one
+        itself meanwhile), load each contiguous run of them with one span read, and answer,
+        cache and free each chunk as it arrives. A failed read fails (and frees) the chunks
+        of its run not yet answered; a prefetch's failure is only logged."""
+        taken = [self._take(flight, pool=True) for flight in span.flights]
+        index = 0
+        while index < len(span.flights):
+            if not taken[index]:
+                index += 1
+                continue
+            end = index
+            while end < len(span.flights) and taken[end]:
+                end += 1
+            run = span.flights[index:end]
+            done = 0
+            try:
+                for data in span.load(span.first + index, span.first + end):
+                    if done >= len(run):
+                        break
+                    self._finish(run[done], data)
+                    done += 1
+                if done < len(run):
+                    raise RetriableRemoteStorageError(
+                        f"a span read returned {done} of {len(run)} chunks")
+            except BaseException as exc:
+                for flight in run[done:]:
+                    self._free(flight, failed=True)
+                    _settle(flight.future, error=exc)
+                log.debug("prefetch of %s.. failed: %s", run[done].key, exc)
+                if not isinstance(exc, Exception):
+                    raise
+            index = end
+
+    def _finish(self, flight: _Flight, data: bytes) -> None:
+        """Answer ``flight``'s waiters with ``data``, cache it and free the key."""
         _settle(flight.future, data=data)  # waiters go on while the cache writes
         if self.cache is not None and not self._closed:
             try:
@@ -202,17 +266,6 @@ class ChunkLoader:
                 self._prefetched[flight.key] = None
                 if len(self._prefetched) > _PREFETCHED_MEMORY:
                     self._prefetched.popitem(last=False)
-
-    def _wait(self, flight: _Flight) -> bytes:
-        """Run ``flight`` here if nobody has, then its bytes (or its error)."""
-        if self._take(flight):
-            self._execute(flight)
-            return flight.future.result()
-        result = flight.future.result()
-        if flight.prefetch and flight.by_pool:  # joined a prefetch's download
-            with self._lock:
-                self._prefetch_hits += 1
-        return result
 
     # -- the pool ------------------------------------------------------------------------
 
@@ -249,8 +302,13 @@ class ChunkLoader:
                 if self._closed:
                     self._workers -= 1
                     return
-                queue = self._readers_queue or self._prefetch_queue
+                queue: deque[_Flight] | deque[_Flight | _Span] = (
+                    self._readers_queue or self._prefetch_queue)
                 flight = queue.popleft()
+            if isinstance(flight, _Span):
+                with contextlib.suppress(BaseException):
+                    self._execute_span(flight)
+                continue
             if self._take(flight, pool=True):
                 # the waiters have the load's error; the thread goes on with the next load
                 with contextlib.suppress(BaseException):
@@ -295,6 +353,74 @@ class ChunkLoader:
             self._prefetches += 1
             self._enqueue(flight)
             return True
+
+    def absent(self, keys: Sequence[str]) -> int:
+        """How many of ``keys`` are neither cached nor loading (all of them without a
+        cache)."""
+        if self.cache is None:
+            return len(keys)
+        uncached = [key for key in keys if not self.cache.contains(key)]
+        with self._lock:
+            return sum(1 for key in uncached if key not in self._inflight)
+
+    def prefetch_spans(self, items: Sequence[tuple[str, Load]], load_span: SpanLoad,
+                       span: int) -> int:
+        """Queue loads of the contiguous chunks ``items`` (in order) on the pool as *spans*:
+        the items neither cached nor in flight are claimed, and each run of up to ``span``
+        consecutive claimed items is loaded with one ``load_span(first, end)`` (one ranged
+        read instead of one per chunk), its chunks answered and cached as they arrive. A
+        reader needing a claimed chunk before its span starts runs the chunk's own load.
+        Like :meth:`prefetch`, only a hint: nothing is queued without a cache, when closed,
+        or past ``max_pending`` waiting prefetches (counted in chunks; the rest are dropped);
+        returns at once the number of chunks queued."""
+        if self.cache is None or self._closed:
+            return 0
+        wanted = [not self.cache.contains(key) for key, _ in items]
+        queued = 0
+        with self._lock:
+            if self._closed:
+                return 0
+            run: list[_Flight] = []
+            run_first = 0
+
+            def flush() -> None:
+                if run:
+                    self._enqueue_span(_Span(run_first, list(run), load_span))
+                    run.clear()
+
+            for index, (key, load) in enumerate(items):
+                if not wanted[index] or key in self._inflight:
+                    flush()
+                    continue
+                if self._queued_prefetches >= self.max_pending:
+                    self._dropped += len(items) - index
+                    break
+                if not run:
+                    run_first = index
+                flight, _ = self._claim(key, load, prefetch=True)
+                flight.queued = True
+                self._queued_prefetches += 1
+                self._prefetches += 1
+                queued += 1
+                run.append(flight)
+                if len(run) >= max(1, span):
+                    flush()
+            flush()
+        return queued
+
+    def _enqueue_span(self, span: _Span) -> None:
+        """Queue a span prefetch (lock held), starting a thread when none is idle."""
+        self._prefetch_queue.append(span)
+        waiting = len(self._readers_queue) + len(self._prefetch_queue)
+        if waiting > self._idle and self._workers < self.threads:
+            self._workers += 1
+            try:
+                threading.Thread(target=self._worker, name="kafka-tiers-chunk",
+                                 daemon=True).start()
+            except RuntimeError as exc:  # no thread: readers run their own loads
+                self._workers -= 1
+                log.warning("cannot start a chunk download thread: %s", exc)
+        self._work.notify()
 
     def get_many(self, items: Sequence[tuple[str, Load]]) -> list[bytes]:
         """The chunks of ``items``, in the order given: cached ones from the cache, the others
@@ -357,4 +483,4 @@ def _settle(future: Future[bytes], *, data: bytes | None = None,
         pass
 
 
-__all__ = ["ChunkLoader", "Load", "LoaderStats"]
+__all__ = ["ChunkLoader", "Load", "LoaderStats", "SpanLoad"]

@@ -52,7 +52,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar
@@ -107,6 +107,7 @@ from kafka_tiers.objectstore.streams import (
     CopyCancelled,
     EncodingReader,
     HashingReader,
+    LazyManagedStream,
     LocalReadError,
     ManagedStream,
     managed,
@@ -126,6 +127,8 @@ log = logging.getLogger(__name__)
 #: Chunks of a copy encoded at once (compressed, encrypted) ahead of its upload: the encoding
 #: overlaps the put and uses two cores, holding at most three chunks of the copy at once.
 ENCODE_WORKERS = 2
+#: The fewest bytes a prefetch reads with one ranged read (whole chunks of a span).
+SPAN_MIN_BYTES = 16 << 20
 
 #: (manager base, store class) -> the manager class made by ``for_store``
 _MANAGER_CLASSES: dict[tuple[type, type], Any] = {}
@@ -811,6 +814,32 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         start, stop = chunks.original_range(number)
         return segment.transform.decode(log_label(number), raw, stop - start)
 
+    def _load_span(self, segment: _Segment, first: int, end: int) -> Iterator[bytes]:
+        """The original bytes of the chunks ``first..end-1``, one after the other as they
+        arrive, read with one ranged read of their stored bytes (each checked and decoded
+        as the single-chunk load does)."""
+        chunks = segment.chunks
+        sid = segment.transform.segment_id
+        begin, stop = chunks.stored_range(first)[0], chunks.stored_range(end - 1)[1]
+        key = segment.log_key
+        whole = begin == 0 and stop == chunks.stored_size
+        stream = self._call(self.object_store.get, key,
+                            None if whole else ByteRange(begin, stop - 1), key=key,
+                            segment_id=sid)
+        reader = ManagedStream(stream, lambda exc: self._translate(exc, key, sid),
+                               stop - begin)
+        try:
+            for number in range(first, end):
+                low, high = chunks.stored_range(number)
+                raw = _read_exactly(reader, high - low)
+                if segment.transform.identity:
+                    yield raw
+                    continue
+                start, limit = chunks.original_range(number)
+                yield segment.transform.decode(log_label(number), raw, limit - start)
+        finally:
+            reader.close()
+
     def _chunk_items(self, segment: _Segment, numbers: Iterable[int]
                      ) -> list[tuple[str, Callable[[], bytes]]]:
         return [(f"{segment.log_key}#{n}", functools.partial(self._load_chunk, segment, n))
@@ -850,9 +879,23 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         loader = self.chunk_loader
         numbers = segment.chunks.chunks_for(start_position, last)
         if self._sequential(segment.log_key, start_position):
-            self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size)
+            self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size,
+                                 after=numbers[-1])
         sid = metadata.segment_id
         chunks = segment.chunks
+        if segment.transform.identity and len(numbers) > self._settings.download_threads:
+            # a long read of a plain log: one ranged read streamed as it is (the bytes
+            # stored are the original ones), not a window of ranged reads after another
+            # through the cache (which would only evict the chunks short reads reuse)
+            log_key = segment.log_key
+            whole = start_position == 0 and last == chunks.stored_size - 1
+            byte_range = None if whole else ByteRange(start_position, last)
+            return io.BufferedReader(LazyManagedStream(
+                functools.partial(self._call, self.object_store.get, log_key, byte_range,
+                                  key=log_key, segment_id=sid),
+                lambda exc: self._translate(exc, log_key, sid), last - start_position + 1,
+                functools.partial(self._record_read, log_key, start_position)),
+                buffer_size=COPY_CHUNK)
 
         def load(batch: Sequence[int]) -> list[bytes]:
             """The original bytes of ``batch``'s chunks, trimmed to the range. A chunk of an
@@ -911,16 +954,42 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             while len(self._last_reads) > _SEQUENTIAL_TRACKED:
                 self._last_reads.popitem(last=False)
 
-    def _prefetch_range(self, segment: _Segment, start: int, size: int) -> int:
+    def _prefetch_range(self, segment: _Segment, start: int, size: int, *,
+                        after: int = -1) -> int:
+        """Queue the chunks of the bytes ``start..start+size-1`` past chunk ``after`` (those a
+        reader loads itself) that are neither cached nor loading, as spans of contiguous
+        chunks read with one ranged read each. For a sequential reader (``after`` >= 0) a
+        window missing fewer than half its chunks (and not the segment's last) waits for
+        the reader to move on, so the window slides on in spans, not chunk by chunk.
+        Returns the chunks the range covers."""
         chunks = segment.chunks
         if size <= 0 or start >= chunks.original_size:
             return 0
         last = min(start + size, chunks.original_size) - 1
         loader = self.chunk_loader
-        items = self._chunk_items(segment, chunks.chunks_for(max(start, 0), last))
-        for key, load in items:
-            loader.prefetch(key, load)
-        return len(items)
+        window = chunks.chunks_for(max(start, 0), last)
+        numbers = range(max(window[0], after + 1), window[-1] + 1)
+        if not numbers or loader.cache is None:
+            return len(window)
+        span = self._span_chunks()
+        if after >= 0 and numbers[-1] < chunks.count - 1:
+            missing = loader.absent([f"{segment.log_key}#{n}" for n in numbers])
+            if missing < max(1, min(span, len(window) // 2)):
+                return len(window)
+        items = self._chunk_items(segment, numbers)
+        first = numbers[0]
+        loader.prefetch_spans(
+            items, lambda i, j: self._load_span(segment, first + i, first + j), span)
+        return len(window)
+
+    def _span_chunks(self) -> int:
+        """Chunks a prefetch reads with one ranged read: ``prefetch.max.size`` over the
+        download threads, at least :data:`SPAN_MIN_BYTES` (the 8-16 MiB ranged reads object
+        stores serve best), at least one chunk."""
+        settings = self._settings
+        span_bytes = max(settings.cache.prefetch_max_size // max(1, settings.download_threads),
+                         SPAN_MIN_BYTES)
+        return max(1, span_bytes // settings.chunk_size)
 
     def prefetch(self, metadata: RemoteLogSegmentMetadata, start_position: int,
                  size: int) -> None:
@@ -1239,6 +1308,19 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                      "found" if dry_run else "removed", len(leftovers), prefix,
                      ", ".join(map(str, leftovers[:10])))
         return sorted(first + rest)
+
+
+def _read_exactly(reader: ManagedStream, size: int) -> bytes:
+    """``size`` bytes from ``reader`` (which raises if its object ends early)."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = reader.readinto(view[got:])
+        if not n:
+            raise RemoteStorageError(f"a span read ended {size - got} bytes early")
+        got += n
+    return bytes(buf)
 
 
 def _crc(data: bytes) -> str:

@@ -245,6 +245,50 @@ class ManagedStream(io.RawIOBase):
             super().close()
 
 
+class LazyManagedStream(io.RawIOBase):
+    """A :class:`ManagedStream` of ``expected`` bytes whose store stream is opened by the first
+    read (``open_inner()``), not when it is made: a stream handed to a caller costs nothing
+    until it is read. ``on_close`` is called once, with the bytes read, when it is closed."""
+
+    def __init__(self, open_inner: Callable[[], BinaryIO],
+                 translate: Callable[[BaseException], BaseException], expected: int,
+                 on_close: Callable[[int], None] | None = None) -> None:
+        self._open_inner: Callable[[], BinaryIO] | None = open_inner
+        self._translate = translate
+        self._expected = expected
+        self._stream: ManagedStream | None = None
+        self._on_close = on_close
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.closed:
+            raise ValueError("read from a closed stream")
+        if self._stream is None:
+            if self.consumed >= self._expected:
+                return 0
+            opener, self._open_inner = self._open_inner, None
+            assert opener is not None
+            self._stream = ManagedStream(opener(), self._translate, self._expected)
+        n = self._stream.readinto(buffer)
+        self.consumed += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            stream, self._stream = self._stream, None
+            callback, self._on_close = self._on_close, None
+            try:
+                if stream is not None:
+                    stream.close()
+            finally:
+                if callback is not None:
+                    callback(self.consumed)
+        super().close()
+
+
 def managed(inner: BinaryIO, translate: Callable[[BaseException], BaseException],
             expected: int) -> BinaryIO:
     """``inner`` as a buffered :class:`ManagedStream` of ``expected`` bytes."""
@@ -257,6 +301,7 @@ __all__ = [
     "CopyCancelled",
     "EncodingReader",
     "HashingReader",
+    "LazyManagedStream",
     "LocalReadError",
     "ManagedStream",
     "managed",

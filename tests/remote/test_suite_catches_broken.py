@@ -86,8 +86,10 @@ DATA_PATH_RANGE_RULES = {"chunk-boundary-ranges", "chunk-cache-bounded", "chunk-
                          "key-rotation", "one-download-per-chunk",
                          "rekey-rewraps-manifest-only"}
 #: the data-path rules a backend breaks when its copy writes plain objects and an old manifest
-#: (no chunk index, no compression, no encryption) whatever the data-path settings say
-DATA_PATH_COPY_RULES = {"chunked-layout", "chunk-cache-eviction", "compression",
+#: (no chunk index, no compression, no encryption) whatever the data-path settings say (a long
+#: read of a plain log streams past the chunk cache, so its cache stays empty too)
+DATA_PATH_COPY_RULES = {"chunked-layout", "chunk-cache-bounded", "chunk-cache-eviction",
+                        "compression",
                         "compression-heuristic", "encrypted-at-rest", "key-rotation",
                         "one-download-per-chunk", "rekey-rewraps-manifest-only",
                         "tamper-detected", "unknown-key-named"}
