@@ -851,9 +851,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
     ) -> BinaryIO:
         """The original bytes ``start_position..end_position`` (inclusive; None: to the end)
         of a segment's log, as a lazy stream: only the chunks covering the range are read
-        (through the chunk cache), up to ``fetch.chunk.download.threads`` at once. A read
-        starting where the previous read of the segment stopped (sequential) also prefetches
-        the next ``fetch.chunk.cache.prefetch.max.size`` bytes.
+        (through the chunk cache), up to ``fetch.chunk.download.threads`` at once; a read of a
+        plain (identity) log covering more chunks than that is one ranged read streamed past
+        the cache. A read starting where the previous read of the segment stopped
+        (sequential) also prefetches the next ``fetch.chunk.cache.prefetch.max.size`` bytes
+        (in spans of contiguous chunks, one ranged read each).
 
         Raises:
             InvalidRangeError: the range is invalid or starts beyond the log.
