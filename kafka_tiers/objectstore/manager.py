@@ -899,7 +899,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 functools.partial(self._record_read, log_key, start_position)),
                 buffer_size=COPY_CHUNK)
 
-        def load(batch: Sequence[int]) -> list[bytes]:
+        def load(batch: Sequence[int]) -> list[bytes | memoryview]:
             """The original bytes of ``batch``'s chunks, trimmed to the range. A chunk of an
             identity layout the range covers only in part is read alone (exactly the bytes
             wanted, not cached) unless it is cached: one batch of a big plain segment costs
@@ -918,7 +918,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 wanted.append(n)
             loaded = dict(zip(wanted, loader.get_many(self._chunk_items(segment, wanted)),
                               strict=True))
-            out = []
+            out: list[bytes | memoryview] = []
             for n in batch:
                 if n in partial:
                     first, stop = partial[n]
@@ -926,9 +926,10 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                                                 chunks.stored_size, sid))
                     continue
                 begin, end = chunks.original_range(n)
-                data = loaded[n]
-                if begin < start_position or end > last + 1:
-                    data = data[max(begin, start_position) - begin:min(end, last + 1) - begin]
+                data: bytes | memoryview = loaded[n]
+                if begin < start_position or end > last + 1:  # a view: no copy of the part
+                    data = memoryview(data)[max(begin, start_position) - begin:
+                                            min(end, last + 1) - begin]
                 out.append(data)
             return out
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from kafka_tiers.api.errors import RemoteStorageError
 
-#: Loads the original bytes of the listed chunks, in order.
-WindowLoader = Callable[[Sequence[int]], list[bytes]]
+#: Loads the original bytes of the listed chunks, in order (bytes or views of them).
+WindowLoader = Callable[[Sequence[int]], list[bytes | memoryview]]
 
 
 class ChunkedSegmentStream(io.RawIOBase):
