@@ -5,7 +5,8 @@ bounded pool of downloads running ahead of a sequential reader.
 from the cache, joins a download of the same key already in flight, or downloads on the
 caller's thread; :meth:`ChunkLoader.prefetch` starts downloads on the pool and returns at once;
 :meth:`ChunkLoader.get_many` downloads several chunks in parallel (parallel ranged reads of one
-segment).
+segment); :meth:`ChunkLoader.prefetch_spans` queues prefetches of contiguous chunks as spans,
+each read with one ranged read and split into its chunks as they arrive.
 
 The rules it keeps:
 
