@@ -991,8 +991,23 @@ class Broker:
                 rlm.become_leader(tp, epoch)
             else:
                 rlm.become_follower(tp)
+        elif role is ReplicaRole.LEADER and self._remote_cleanup_due(tp):
+            # KIP-950: the topic config is the durable intent of a delete on disable, so a
+            # leader (after a restart or a move too) takes the partition for one cleanup run
+            # (retried with backoff until done), which releases it
+            rlm.clean_up_disabled(tp, epoch)
         else:  # tiering turned off (KIP-950): a partition still managed runs its task now
             rlm.trigger(tp)
+
+    def _remote_cleanup_due(self, tp: TopicPartition) -> bool:
+        """Whether ``tp``'s topic has tiering turned off with
+        ``remote.log.delete.on.disable=true`` (KIP-950): its leader deletes what is left of
+        its remote data (nothing when there is none)."""
+        try:
+            tiering = self._tiering_of(tp)
+        except (BrokerError, ConfigError):
+            return False
+        return not tiering.remote_storage_enable and tiering.delete_on_disable
 
     def _on_roll(self, lg: Log, info: SegmentInfo) -> None:
         """A segment rolled: the ``segment_rolled`` hook, and the partition's remote copy is

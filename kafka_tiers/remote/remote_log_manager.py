@@ -54,7 +54,9 @@ Topic switches (KIP-950)
     ``remote.storage.enable`` turned off (only with ``remote.log.delete.on.disable=true``):
     the leader's next run moves the log start offset up to the local log's, deletes every
     remote segment of the partition and its remaining objects, and the partition is no longer
-    managed here (a follower just stops).
+    managed here (a follower just stops). The topic config is the durable intent: a broker
+    that restarts (or becomes the leader) before that run takes the partition again with
+    :meth:`RemoteLogManager.clean_up_disabled`, so the deletion is never lost.
 """
 
 from __future__ import annotations
@@ -343,6 +345,21 @@ class RemoteLogManager:
             p.stopped, p.next_run_ms = False, 0.0
             self._cv.notify_all()
 
+    def clean_up_disabled(self, tp: TopicPartition, leader_epoch: int) -> None:
+        """KIP-950 after the fact: ``tp``'s topic has tiering turned off with
+        ``remote.log.delete.on.disable=true`` and this broker leads it (at start, or after a
+        move), whether or not the cleanup ran before. The partition is taken as a leader for
+        one cleanup run: its task (run soon; a failure is retried with backoff until it
+        succeeds) moves the log start offset up to the local log's, deletes every remote
+        segment listed for ``tp`` and then ``tp``'s remaining objects
+        (``delete_topic_partition``: its own prefix only), and releases ``tp``. Idempotent:
+        with nothing left in the remote tier it costs one listing and one prefix delete.
+
+        Raises:
+            ValueError: ``leader_epoch`` is below an epoch this broker already saw for ``tp``.
+        """
+        self.become_leader(tp, leader_epoch)
+
     def become_follower(self, tp: TopicPartition) -> None:
         """Follow ``tp``: stop copying and deleting (a copy in progress finishes), keep the
         remote segment list fresh and apply local retention to committed segments."""
@@ -516,11 +533,11 @@ class RemoteLogManager:
             return
         tiering = self._tiering_of(p.tp)
         storage = self.storage
-        segments = self._segments(p, storage, refresh=p.role == FOLLOWER)
-        copy_error: BaseException | None = None
         if not tiering.remote_storage_enable:  # KIP-950: tiering turned off
             self._disable(p, storage, lg)
             return
+        segments = self._segments(p, storage, refresh=p.role == FOLLOWER)
+        copy_error: BaseException | None = None
         if p.role == LEADER and not tiering.copy_disable:
             try:
                 self._copy(p, storage, lg, segments, result)

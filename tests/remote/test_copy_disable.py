@@ -31,8 +31,12 @@ KAFKA_MESSAGE = (
 
 def _remote_files(tmp_path) -> set[str]:
     root = tmp_path / "remote"
-    return {str(p.relative_to(root)) for p in root.rglob("*")
-            if p.is_file() and ".kt-tmp" not in p.parts}
+    while True:  # a directory deleted under the walk (a deletion in progress): walk again
+        try:
+            return {str(p.relative_to(root)) for p in root.rglob("*")
+                    if p.is_file() and ".kt-tmp" not in p.parts}
+        except FileNotFoundError:
+            continue
 
 
 def _tiered(broker, **extra: str) -> TopicPartition:
@@ -116,6 +120,42 @@ def test_disabling_tiering_needs_delete_on_disable_then_deletes_the_remote_data(
         i: value(i) for i in range(lg.log_start_offset, 50)}
     with pytest.raises(ConfigError, match="cannot change from false to true"):
         broker.alter_topic_config("t", dict(TIERED))
+
+
+def test_a_restart_before_the_cleanup_still_deletes_the_remote_data(tmp_path) -> None:
+    """The topic config is the durable intent of delete-on-disable: a broker shut down
+    before its RLM task ran takes the partition again at start (retried with backoff while
+    the store fails), deletes only that partition's data (``t`` vs ``t-1``), releases it."""
+    from tests.broker.helpers import STARTED
+
+    broker, _store, _rec = make_broker(tmp_path)
+    tp = _tiered(broker, **{"local.retention.bytes": "0"})
+    broker.create_topic("t-1", 1, {**TIERED, "local.retention.bytes": "0"})
+    other = TopicPartition("t-1", 0)
+    produce(broker, other, 0, 40)
+    broker.run_tiering()
+    kept = {f for f in _remote_files(tmp_path) if f.startswith("t-1-0/")}
+    assert kept and _remote_files(tmp_path) - kept
+    broker.alter_topic_config("t", {**TIERED, "local.retention.bytes": "0",
+                                    "remote.storage.enable": "false",
+                                    "remote.log.delete.on.disable": "true"})
+    broker.shutdown()  # before the RLM task ran
+    STARTED.remove(broker)
+    again, store, _rec = make_broker(tmp_path)
+    assert tp in again.rlm.partitions()  # taken for the cleanup
+    assert store is not None
+    store.mode = "fail"
+    result = again.rlm.run_once(tp)
+    assert result.error is not None and tp in again.rlm.partitions()  # retried later
+    assert again.rlm.next_run_in_ms(tp) > 0  # with backoff
+    store.mode = "ok"
+    assert again.rlm.run_once(tp).error is None
+    assert _remote_files(tmp_path) == kept  # t-1 untouched
+    assert tp not in again.rlm.partitions() and other in again.rlm.partitions()
+    lg = again.log(tp)
+    assert lg.log_start_offset == lg.local_log_start_offset > 0
+    with pytest.raises(OffsetOutOfRangeError):
+        again.fetch(tp, 0)
 
 
 def test_the_switches_through_incremental_alter_configs(tmp_path) -> None:
