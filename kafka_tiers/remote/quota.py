@@ -6,12 +6,17 @@ every remote read. Each measures its rate as Kafka's sampled ``Rate`` does: the 
 in the last ``window.num`` windows of ``window.size.seconds`` each, divided by the time they
 span (never less than ``window.num - 1`` whole windows, so a first burst is not a huge rate).
 
-Copy (:meth:`RateQuota.acquire`)
-    Before each segment copy the task waits until the broker's copy rate is at or under the
-    quota, then records the segment's bytes at once (as Kafka). A copy in progress is never
-    cut; a segment larger than the quota still goes once the rate allows. Waiting tasks are
-    served in arrival order (FIFO tickets), so one partition's copies never starve
-    another's.
+Copy (:meth:`RateQuota.try_acquire`)
+    Before each segment copy the task asks whether the broker's copy rate is at or under the
+    quota; if so the segment's bytes are recorded at once (as Kafka) and it is copied. If not,
+    nothing waits: the answer is the throttle time, the task ends its copy phase (its
+    retention still runs) and is rescheduled after it, so no pool thread is held while the
+    quota is exceeded. A copy in progress is never cut; a segment larger than the quota still
+    goes once the rate allows. Partitions told to come back keep their place in a line
+    (arrival order): while one is ahead of it, a partition is not granted a copy, so one
+    partition's backlog never starves another's. A place is kept ``throttle time +
+    WAITER_GRACE_S`` (a partition that does not come back loses it) or until :meth:`forget`.
+    (:meth:`RateQuota.acquire` is the blocking form, FIFO tickets.)
 Fetch (:meth:`RateQuota.exceeded`)
     A remote read is skipped while the fetch rate is over the quota (the Fetch API answers
     the partition with no records and no error: the client asks again); the bytes of every
@@ -31,7 +36,7 @@ import collections
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 #: Kafka's Long.MAX_VALUE: the default of the max.bytes.per.second keys (unlimited).
 UNLIMITED = 2 ** 63 - 1
@@ -144,8 +149,11 @@ class RateQuota:
         clock: seconds (monotonic); the waits of :meth:`acquire` use real time.
     """
 
-    #: longest single sleep of a waiting copy, so cancellation is seen soon
+    #: longest single sleep of a waiting copy, so cancellation is seen soon; also how soon a
+    #: partition behind another in the line (:meth:`try_acquire`) asks again
     POLL_S = 0.1
+    #: how long past its throttle time a partition told to come back keeps its place in line
+    WAITER_GRACE_S = 2.0
 
     def __init__(self, max_bytes_per_second: int, windows: int, window_s: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -156,6 +164,8 @@ class RateQuota:
         self._cv = threading.Condition()
         self._tickets: collections.deque[int] = collections.deque()
         self._next_ticket = 0
+        #: try_acquire's line: key -> monotonic time its place expires, in arrival order
+        self._waiters: dict[Hashable, float] = {}
 
     @property
     def unlimited(self) -> bool:
@@ -230,6 +240,44 @@ class RateQuota:
         if waited_ms >= 1:
             self.throttle_ms.record(waited_ms)
         return waited_ms
+
+    def try_acquire(self, amount: int, key: Hashable) -> float:
+        """Grant a copy of ``amount`` bytes now, never waiting: granted (``amount`` recorded,
+        0.0 returned) when the rate is at or under the bound and no other live key is ahead
+        of ``key`` in the line. Otherwise returns the milliseconds after which ``key`` should
+        ask again (the throttle time, or :attr:`POLL_S` when only another key ahead stands
+        in the way; at least 1) and keeps ``key``'s place in the line (recorded in
+        :attr:`throttle_ms`). Unlimited: always granted."""
+        if self.unlimited:
+            self.record(amount)
+            return 0.0
+        with self._cv:
+            wall = time.monotonic()
+            for k in [k for k, expiry in self._waiters.items() if expiry < wall and k != key]:
+                del self._waiters[k]  # did not come back in time: loses its place
+            now = self._clock()
+            rate = self._rate.rate(now)
+            first = next(iter(self._waiters), key)
+            if rate <= self.bound and first == key:
+                self._waiters.pop(key, None)
+                self._rate.record(amount)
+                return 0.0
+            if rate > self.bound:
+                wait_ms = ((rate - self.bound) / max(self.bound, 1)
+                           * self._rate.span(now) * 1000)
+            else:
+                wait_ms = self.POLL_S * 1000
+            wait_ms = max(wait_ms, 1.0)
+            self._waiters.setdefault(key, 0.0)
+            self._waiters[key] = wall + wait_ms / 1000 + self.WAITER_GRACE_S
+        self.throttle_ms.record(wait_ms)
+        return wait_ms
+
+    def forget(self, key: Hashable) -> None:
+        """``key`` no longer asks (its partition stopped or lost its leadership): its place
+        in :meth:`try_acquire`'s line is given up. Idempotent."""
+        with self._cv:
+            self._waiters.pop(key, None)
 
     def note_skip(self) -> float:
         """A read skipped because the quota is exceeded: its throttle time (until the rate

@@ -41,9 +41,12 @@ storage manager that can prefetch to start loading the partition's next remote s
 (KIP-1003; never waited for).
 
 Quotas (KIP-956, :mod:`kafka_tiers.remote.quota`)
-    Every segment copy waits, in arrival order, until the broker's copy rate is under
-    ``remote.log.manager.copy.max.bytes.per.second`` and then counts its bytes; a copy in
-    progress is never cut. Every remote read counts its bytes against
+    A segment is copied only while the broker's copy rate is at or under
+    ``remote.log.manager.copy.max.bytes.per.second`` (its bytes counted as it starts; a copy
+    in progress is never cut). Over it, nothing waits: the task ends its copy phase (local and
+    remote retention still run), keeps its partition's place in line (arrival order, so
+    partitions take turns) and is rescheduled after the throttle time
+    (``TaskResult.copy_throttle_ms``). Every remote read counts its bytes against
     ``remote.log.manager.fetch.max.bytes.per.second``; :meth:`RemoteLogManager.fetch_throttled`
     tells the Fetch API to skip remote reads while it is exceeded.
 
@@ -91,7 +94,7 @@ from kafka_tiers.remote.config import TopicTiering
 from kafka_tiers.remote.guarded import guard
 from kafka_tiers.remote.index_cache import RemoteIndexCache
 from kafka_tiers.remote.metrics import RemoteStorageMetrics
-from kafka_tiers.remote.quota import QuotaWaitCancelled, RateQuota
+from kafka_tiers.remote.quota import RateQuota
 from kafka_tiers.remote.reader import RemoteReaderPool
 
 log = logging.getLogger(__name__)
@@ -143,6 +146,8 @@ class TaskResult:
         local_deleted: how many local segments local retention deleted.
         orphans: the orphaned object keys collected.
         error: the failure that ended the run early (then the task is retried with backoff).
+        copy_throttle_ms: the copy phase ended early because the copy quota is exceeded:
+            the task runs again after this many milliseconds (0: not throttled).
     """
 
     copied: list[RemoteLogSegmentMetadata] = field(default_factory=list)
@@ -150,6 +155,7 @@ class TaskResult:
     local_deleted: int = 0
     orphans: list[str] = field(default_factory=list)
     error: BaseException | None = None
+    copy_throttle_ms: float = 0.0
 
 
 @dataclass
@@ -370,6 +376,7 @@ class RemoteLogManager:
             p.role, p.segments, p.attempts, p.stopped, p.next_run_ms = (
                 FOLLOWER, None, 0, False, 0.0)
             self._cv.notify_all()
+        self.copy_quota.forget(tp)  # a follower copies nothing: its place in line goes
         self.metrics.set_gauge("RemoteCopyLagBytes", tp, 0)
         self.metrics.set_gauge("RemoteCopyLagSegments", tp, 0)
 
@@ -387,6 +394,7 @@ class RemoteLogManager:
                 while p.running:
                     self._cv.wait()
                 del self._partitions[tp]
+        self.copy_quota.forget(tp)
         self.metrics.remove_partition(tp)
         if delete:
             storage = self.storage
@@ -492,6 +500,8 @@ class RemoteLogManager:
                 p.attempts, p.last_error = 0, None
                 # a roll during the run may have come after the run listed the segments
                 p.next_run_ms = now if p.triggered else now + self.interval_ms
+                if result.copy_throttle_ms > 0:  # the copy quota: back after its throttle
+                    p.next_run_ms = now + min(result.copy_throttle_ms, self.interval_ms)
             else:
                 p.attempts += 1
                 p.last_error = f"{type(result.error).__name__}: {result.error}"
@@ -632,10 +642,11 @@ class RemoteLogManager:
                 break  # only segments wholly below the high watermark, earliest first
             if not self._still_leading(p, epoch):
                 return
-            try:
-                self.copy_quota.acquire(info.size,
-                                        cancelled=lambda: not self._still_leading(p, epoch))
-            except QuotaWaitCancelled:
+            # KIP-956: never wait for the quota on a pool thread: over it, the copy phase
+            # ends and the task comes back after the throttle time (retention runs now)
+            throttle_ms = self.copy_quota.try_acquire(info.size, p.tp)
+            if throttle_ms > 0:
+                result.copy_throttle_ms = throttle_ms
                 return
             md = self._copy_segment(p, storage, lg, info)
             highest = md.end_offset
@@ -734,6 +745,7 @@ class RemoteLogManager:
             if self._partitions.get(p.tp) is p:
                 del self._partitions[p.tp]
             self._cv.notify_all()
+        self.copy_quota.forget(p.tp)
         self.metrics.remove_partition(p.tp)
 
     def topic_config_changed(self, topic: str) -> None:

@@ -1,6 +1,7 @@
 """KIP-956 quotas of the remote log manager: the copy quota (shared by every copy, FIFO, a copy
-never cut, an oversized segment still goes once the rate allows) and the fetch quota (a remote
-read skipped without error while it is exceeded), and their metrics."""
+never cut, an oversized segment still goes once the rate allows; over it a task ends its copy
+phase and comes back after the throttle time instead of waiting on its pool thread) and the
+fetch quota (a remote read skipped without error while it is exceeded), and their metrics."""
 
 from __future__ import annotations
 
@@ -82,6 +83,63 @@ def test_waiting_copies_are_served_in_arrival_order() -> None:
         t.join()
 
 
+def test_try_acquire_never_waits_and_keeps_the_line_in_arrival_order(monkeypatch) -> None:
+    clock = Clock()
+    quota = RateQuota(100, 2, 1, clock)
+    assert quota.try_acquire(1000, "A") == 0  # under the bound: granted and counted
+    start = time.monotonic()
+    wait_b = quota.try_acquire(1000, "B")
+    assert wait_b > 0 and quota.try_acquire(1000, "C") > 0  # over it: told to come back
+    assert time.monotonic() - start < 0.1  # nobody waited
+    assert quota.throttle_ms.max() > 0
+    clock.now += 100  # the rate falls under the bound
+    assert quota.try_acquire(1000, "C") > 0  # B is ahead of C in the line
+    assert quota.try_acquire(1000, "B") == 0
+    clock.now += 100
+    assert quota.try_acquire(1000, "C") == 0
+    # a key that does not come back loses its place after its throttle time + grace
+    monkeypatch.setattr(RateQuota, "WAITER_GRACE_S", 0.05)
+    clock.now += 100
+    assert quota.try_acquire(101, "X") == 0  # the rate is now just over the bound
+    assert 0 < quota.try_acquire(1000, "D") <= 20  # told to come back in ~10 ms
+    clock.now += 100
+    assert quota.try_acquire(10, "E") > 0  # D is ahead
+    time.sleep(0.2)  # D did not come back: its place expired
+    assert quota.try_acquire(10, "E") == 0
+    clock.now += 100
+    assert quota.try_acquire(1000, "F") == 0 and quota.try_acquire(10, "G") > 0
+    quota.forget("G")  # stopped: its place goes at once
+    clock.now += 100
+    assert quota.try_acquire(10, "H") == 0
+
+
+def test_an_exceeded_copy_quota_ends_the_copy_phase_and_retention_still_runs(tmp_path) -> None:
+    broker, _store, rec = make_broker(
+        tmp_path, **{"remote.log.manager.copy.max.bytes.per.second": "4096",
+                     "remote.log.manager.copy.quota.window.num": "2",
+                     "remote.log.manager.copy.quota.window.size.seconds": "1"})
+    broker.create_topic("a", 1, {"remote.storage.enable": "true", "segment.bytes": "2048",
+                                 "local.retention.bytes": "0"})
+    tp = TopicPartition("a", 0)
+    produce(broker, tp, 0, 40)
+    lg = broker.log(tp)
+    backlog = len(lg.inactive_segments())
+    assert backlog >= 6
+    start = time.monotonic()
+    result = broker.rlm.run_once(tp)
+    assert time.monotonic() - start < 1.0  # the pool thread is not held for the backlog
+    assert result.error is None and result.copy_throttle_ms > 0
+    assert 0 < len(result.copied) < backlog
+    # local retention ran in the same run: the copied segments are gone locally
+    assert lg.local_log_start_offset == result.copied[-1].end_offset + 1
+    assert 0 < broker.rlm.next_run_in_ms(tp) <= result.copy_throttle_ms + 1  # back soon
+    deadline = time.monotonic() + 30
+    while len(rec.of("segment_copied")) < backlog and time.monotonic() < deadline:
+        time.sleep(max(broker.rlm.next_run_in_ms(tp), 0) / 1000)
+        assert broker.rlm.run_once(tp).error is None
+    assert len(rec.of("segment_copied")) == backlog
+
+
 def test_unlimited_quota_never_waits_and_still_measures() -> None:
     quota = RateQuota(UNLIMITED, 11, 1)
     for _ in range(100):
@@ -104,7 +162,17 @@ def test_two_partitions_share_the_copy_quota_and_both_progress(tmp_path) -> None
     segments = {tp: len(broker.log(tp).inactive_segments()) for tp in tps}
     assert all(n >= 4 for n in segments.values())
     start = time.monotonic()
-    runs = [threading.Thread(target=rlm.run_once, args=(tp,)) for tp in tps]
+
+    def copy_all(tp: TopicPartition) -> None:
+        """Run the task as the scheduler would: again after each copy throttle time."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            result = rlm.run_once(tp)
+            if result.error is None and result.copy_throttle_ms == 0:
+                return
+            time.sleep(max(rlm.next_run_in_ms(tp), 0) / 1000)
+
+    runs = [threading.Thread(target=copy_all, args=(tp,)) for tp in tps]
     for t in runs:
         t.start()
     for t in runs:
