@@ -30,10 +30,23 @@ key                                         default          meaning
 ``fetch.manifest.cache.size``               1000             manifests kept (entries)
 ``fetch.manifest.cache.retention.ms``       3600000          a manifest unused this long is dropped
 ==========================================  ===============  =====================================
+
+The namespaces of these keys (:data:`RESERVED_PREFIXES`: ``chunk.``, ``compression.``,
+``encryption.``, ``fetch.chunk.``, ``fetch.manifest.``) belong to the core: a key there that is
+not one of the above (nor ``encryption.key.pairs.<id>.public.key.file`` /
+``.private.key.file`` of an id ``encryption.key.pairs`` lists) is refused at configure time
+with one error naming it and the nearest known key, so ``encryption.enable=true`` cannot
+silently leave a tier in plaintext. Object stores must not use these prefixes for their own
+keys.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
+import stat
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +56,8 @@ from kafka_tiers.config import Bool, Int, ValueType
 from kafka_tiers.objectstore.chunk_index import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE
 from kafka_tiers.objectstore.encryption import KeyRing
 from kafka_tiers.objectstore.transforms import DEFAULT_ZSTD_LEVEL
+
+log = logging.getLogger(__name__)
 
 MEMORY = "memory"
 DISK = "disk"
@@ -69,6 +84,102 @@ def is_data_key(key: str) -> bool:
     """Whether ``key`` is one of this module's (the per-pair encryption keys included)."""
     return key in DATA_KEYS or (key.startswith("encryption.key.pairs.")
                                 and key.endswith((".public.key.file", ".private.key.file")))
+
+
+#: the key namespaces the core reserves for the data path (object stores must not use them)
+RESERVED_PREFIXES: tuple[str, ...] = ("chunk.", "compression.", "encryption.", "fetch.chunk.",
+                                      "fetch.manifest.")
+_PAIR_PREFIX = "encryption.key.pairs."
+_PAIR_SUFFIXES = (".public.key.file", ".private.key.file")
+
+
+def is_reserved_key(key: str) -> bool:
+    """Whether ``key`` lies in a namespace the core reserves for the data path
+    (:data:`RESERVED_PREFIXES`, compared without regard to case), known key or not."""
+    return str(key).strip().lower().startswith(RESERVED_PREFIXES)
+
+
+def _listed_pairs(config: Mapping[str, Any]) -> list[str]:
+    return [p.strip() for p in str(config.get("encryption.key.pairs", "") or "").split(",")
+            if p.strip()]
+
+
+def check_data_keys(config: Mapping[str, Any]) -> None:
+    """Refuse a key of the reserved namespaces (:data:`RESERVED_PREFIXES`) that the data path
+    does not read: it is a misspelling (``encryption.enable``), a per-pair key with a wrong
+    suffix, or one of a key pair id ``encryption.key.pairs`` does not list. Keys outside the
+    namespaces belong to the store and are not looked at.
+
+    Raises:
+        ConfigError: one line naming the first such key (in sorted order) and the nearest
+            known key; never a value (a value may be a secret).
+    """
+    listed = _listed_pairs(config)
+    known = set(DATA_KEYS) | {f"{_PAIR_PREFIX}{pid}{suffix}" for pid in listed
+                              for suffix in _PAIR_SUFFIXES}
+    for key in sorted(str(k) for k in config):
+        if key in known:
+            continue
+        if not is_reserved_key(key):
+            _warn_near_miss(key)
+            continue
+        if key.startswith(_PAIR_PREFIX) and key.endswith(_PAIR_SUFFIXES):
+            pid = key[len(_PAIR_PREFIX):]
+            pid = pid[:pid.rindex(".", 0, len(pid) - len(".key.file"))]
+            raise ConfigError(
+                f"{key} names key pair {pid!r}, which encryption.key.pairs does not list "
+                f"({', '.join(listed) or 'empty'}): add {pid} to encryption.key.pairs or "
+                "remove the key", key=key, expected="a key pair listed in encryption.key.pairs")
+        nearest = difflib.get_close_matches(key.lower(), sorted(known), n=1, cutoff=0.0)
+        hint = f"; did you mean {nearest[0]}?" if nearest else ""
+        raise ConfigError(
+            f"unknown data-path setting {key}{hint} (the chunk., compression., encryption., "
+            "fetch.chunk. and fetch.manifest. keys are the core's: see the data path keys of "
+            "docs/tiered-storage.md)", key=key, expected=nearest[0] if nearest else None)
+
+
+_WARNED_KEY_FILES: set[tuple[str, int]] = set()
+_WARNED_KEYS: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+#: how alike (difflib ratio) a store's key and a data-path key must be to warn of a typo
+_NEAR_MISS = 0.88
+
+
+def _warn_near_miss(key: str) -> None:
+    """A key outside the reserved namespaces belongs to the store and is not refused (it may
+    be the store's own); but one spelt nearly like a data-path key (``compresion.enabled``,
+    ``chunk_size``) gets one warning per process naming it and the key it resembles."""
+    nearest = difflib.get_close_matches(key.lower(), sorted(DATA_KEYS), n=1, cutoff=_NEAR_MISS)
+    if not nearest:
+        return
+    with _WARNED_LOCK:
+        if key in _WARNED_KEYS:
+            return
+        _WARNED_KEYS.add(key)
+    log.warning("setting %s is not a data-path key and is left to the object store; did you "
+                "mean %s?", key, nearest[0])
+
+
+def _warn_open_private_keys(config: Mapping[str, Any]) -> None:
+    """One warning (per file and mode, per process) for each configured private key file that
+    its group or others may read or write; the file's name only, never its content."""
+    for pid in _listed_pairs(config):
+        key = f"{_PAIR_PREFIX}{pid}.private.key.file"
+        path = str(config.get(key, "") or "").strip()
+        if not path:
+            continue
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            continue  # KeyRing has read it; a file gone since is not this check's to report
+        if not mode & 0o077:
+            continue
+        with _WARNED_LOCK:
+            if (path, mode) in _WARNED_KEY_FILES:
+                continue
+            _WARNED_KEY_FILES.add((path, mode))
+        log.warning("%s: private key file %s has mode %o: its group or others may read it; "
+                    "make it 0600 (chmod 600 %s)", key, path, mode, path)
 
 
 def _get(config: Mapping[str, Any], key: str, kind: ValueType, default: Any) -> Any:
@@ -141,9 +252,12 @@ class DataSettings:
                 CLI, Spark) only need the private keys of the pairs they read.
 
         Raises:
-            ConfigError: one line naming the key: a malformed or out-of-range value, a disk
-                cache without a path, encryption without key pairs, an unreadable key file.
+            ConfigError: one line naming the key: an unknown key of the data path's
+                namespaces (:func:`check_data_keys`), a malformed or out-of-range value, a
+                disk cache without a path, encryption without key pairs, an unreadable key
+                file. A private key file its group or others may read loads with one warning.
         """
+        check_data_keys(config)
         chunk_size = _get(config, "chunk.size", Int(1, MAX_CHUNK_SIZE), DEFAULT_CHUNK_SIZE)
         compression = _get(config, "compression.enabled", Bool(), False)
         heuristic = _get(config, "compression.heuristic.enabled", Bool(), False)
@@ -156,6 +270,7 @@ class DataSettings:
                                   "encryption.key.pair.id (and each pair's key files)",
                                   key="encryption.key.pairs")
             ring = KeyRing.from_config(config, require_active=encryption and writer)
+            _warn_open_private_keys(config)
         raw_kind = str(config.get("fetch.chunk.cache.class", "") or MEMORY).strip()
         kind = _CACHE_ALIASES.get(raw_kind, raw_kind.lower())
         if kind not in (MEMORY, DISK, NONE):
@@ -182,5 +297,5 @@ class DataSettings:
         )
 
 
-__all__ = ["DATA_KEYS", "DISK", "MEMORY", "NONE", "ChunkCacheSettings", "DataSettings",
-           "is_data_key"]
+__all__ = ["DATA_KEYS", "DISK", "MEMORY", "NONE", "RESERVED_PREFIXES", "ChunkCacheSettings",
+           "DataSettings", "check_data_keys", "is_data_key", "is_reserved_key"]
