@@ -888,18 +888,30 @@ class RemoteLogManager:
         """Start a read as :meth:`read` does on the reader pool and return at once: a fetch
         starts all its remote partitions' reads this way, then waits for each with
         :meth:`wait_read` (KAFKA-14915: one fetch reads several partitions in parallel).
-        The bytes read count against the fetch quota.
+        The read's ``max_bytes`` is reserved against the fetch quota now, as it starts (so
+        :meth:`fetch_throttled` sees it before the next read starts), and corrected to the
+        bytes really fetched when it ends (taken back when it fails or is refused).
 
         Raises:
             RetriableRemoteStorageError: the reader pool is full
                 (``remote.log.reader.max.pending.tasks``) or shut down.
         """
         self.metrics.mark("RemoteFetchRequestsPerSec", tp)
+        reserved = max(int(max_bytes), 0)
+        self.fetch_quota.record(reserved)
         try:
-            return self.reader.submit(lambda: self._read(tp, offset, max_bytes))
+            future = self.reader.submit(lambda: self._read(tp, offset, max_bytes, reserved))
         except Exception:
+            self.fetch_quota.record(-reserved)
             self.metrics.mark("RemoteFetchErrorsPerSec", tp)
             raise
+
+        def unreserve_if_cancelled(done: Future[RemoteRead]) -> None:
+            if done.cancelled():  # it never ran: nothing was fetched
+                self.fetch_quota.record(-reserved)
+
+        future.add_done_callback(unreserve_if_cancelled)
+        return future
 
     def wait_read(self, tp: TopicPartition, offset: int, future: Future[RemoteRead],
                   timeout_ms: float) -> RemoteRead:
@@ -956,13 +968,20 @@ class RemoteLogManager:
         raise RemoteResourceNotFoundError(f"no remote segment of {tp} holds offset {offset}",
                                           resource="segment")
 
-    def _read(self, tp: TopicPartition, offset: int, max_bytes: int) -> RemoteRead:
-        storage = self.storage
-        md = self.find_segment(tp, offset)
-        position = self.index_cache.lookup(
-            md, offset, lambda m: storage.fetch_index(m, IndexType.OFFSET))
-        result = read_batches(storage, md, offset, max_bytes, position)
-        self.fetch_quota.record(result.bytes_fetched)
+    def _read(self, tp: TopicPartition, offset: int, max_bytes: int,
+              reserved: int = 0) -> RemoteRead:
+        """The read on the reader pool; ``reserved`` bytes were counted against the fetch
+        quota when it was submitted: the count is corrected to the bytes fetched."""
+        try:
+            storage = self.storage
+            md = self.find_segment(tp, offset)
+            position = self.index_cache.lookup(
+                md, offset, lambda m: storage.fetch_index(m, IndexType.OFFSET))
+            result = read_batches(storage, md, offset, max_bytes, position)
+        except BaseException:
+            self.fetch_quota.record(-reserved)
+            raise
+        self.fetch_quota.record(result.bytes_fetched - reserved)
         self._maybe_prefetch(storage, tp, md, result)
         return result
 

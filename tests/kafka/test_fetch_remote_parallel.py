@@ -131,6 +131,68 @@ def test_the_response_keeps_its_byte_bound_in_request_order(tmp_path) -> None:
     assert len(batches(resp.responses[0].partitions[0].records)) == 1
 
 
+def _spy_reads(b: Any) -> list[tuple[int, int]]:
+    """(partition, max_bytes) of every remote read the broker starts, in order."""
+    started: list[tuple[int, int]] = []
+    inner = b.rlm.submit_read
+
+    def submit_read(tp: TopicPartition, offset: int, max_bytes: int) -> Any:
+        started.append((tp.partition, max_bytes))
+        return inner(tp, offset, max_bytes)
+
+    b.rlm.submit_read = submit_read
+    return started
+
+
+def test_the_response_budget_is_split_before_the_remote_reads_start(tmp_path) -> None:
+    b, _store = _broker(tmp_path)
+    fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])])  # warm indexes
+    started = _spy_reads(b)
+    # request order: the local partition first takes what it reads, then 600 per remote
+    # partition until the response's 1500 are spent; the last one is not read at all
+    resp = fetch(b, 12, [("plain", [part(12, 0, 0)]),
+                         ("tiered", [part(12, p, 0, max_bytes=600) for p in range(PARTITIONS)])],
+                 max_bytes=1500)
+    plain, tiered = resp.responses
+    local = len(bytes(plain.partitions[0].records or b""))
+    assert 0 < local < 1500
+    left = 1500 - local
+    want = []
+    for p in range(PARTITIONS):
+        if left > 0:
+            want.append((p, min(600, left)))
+            left -= min(600, left)
+    assert started == want and len(want) < PARTITIONS, (started, local)
+    sizes = [len(bytes(x.records or b"")) for x in tiered.partitions]
+    assert local + sum(sizes) <= 1500 and all(x.error_code == NONE for x in tiered.partitions)
+    assert all(size == 0 for size in sizes[len(want):])
+    # max_bytes=1: one read (the first partition's whole first batch, KIP-74), and the fetch
+    # quota is charged only the bytes that read fetched
+    started.clear()
+    before = b.rlm.fetch_quota._rate.total()
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0) for p in range(PARTITIONS)])],
+                 max_bytes=1)
+    assert started == [(0, 1)]
+    charged = b.rlm.fetch_quota._rate.total() - before
+    segment = b.rlm.remote_segments(TopicPartition("tiered", 0))[0].segment_size_in_bytes
+    assert 0 < charged <= segment, (charged, segment)
+
+
+def test_the_fetch_quota_is_checked_and_charged_per_read_as_it_starts(tmp_path) -> None:
+    b, _store = _broker(tmp_path, **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
+                                     "remote.log.manager.fetch.quota.window.num": "2",
+                                     "remote.log.manager.fetch.quota.window.size.seconds": "1"})
+    started = _spy_reads(b)
+    resp = fetch(b, 12, [("tiered", [part(12, p, 0, max_bytes=600) for p in range(PARTITIONS)])])
+    # each read reserves its 600 bytes as it starts: after two, the rate (1200 bytes over
+    # the 1 s span) is over the bound, so the next reads are skipped, not started
+    assert started == [(0, 600), (1, 600)], started
+    codes = [x.error_code for x in resp.responses[0].partitions]
+    assert codes == [NONE] * PARTITIONS  # a skipped read: no records, no error
+    sizes = [len(bytes(x.records or b"")) for x in resp.responses[0].partitions]
+    assert all(sizes[:len(started)]) and not any(sizes[len(started):]), sizes
+
+
 # ---------------------------------------------------------------------- KIP-1003 prefetch
 class _Prefetching(LocalRemoteStorageManager):
     """The local plugin, recording the prefetches the broker asks for (``fail``: they

@@ -27,10 +27,14 @@ Remote reads
     ``remote.log.reader.max.pending.tasks`` waiting a read is refused: that partition's
     ``KAFKA_STORAGE_ERROR``, retriable) before anything is waited for, and each is waited for
     at most ``remote.fetch.max.wait.ms`` from its start, so N slow remote partitions cost
-    about one delay, not N. The response stays within its byte bounds in request order: a
-    remote partition is read with ``min(partition_max_bytes, max_bytes)`` and its batches
-    are then cut to what the partitions before it left (whole batches; the first partition
-    with data keeps its first batch, KIP-74). While the broker's remote fetch rate is over
+    about one delay, not N. The response's ``max_bytes`` is split in request order BEFORE
+    the reads start: local partitions take what they read, each remote partition reserves
+    ``min(partition_max_bytes, what is left)`` and is read with exactly that budget (whole
+    batches; the first partition with data keeps its first batch, KIP-74); a remote
+    partition left with no room is not read at all (no records, no error), so a request never
+    downloads more than its response can carry. The fetch quota is checked for each read as
+    it starts, and each read's budget is counted against it at once (corrected to the bytes
+    really fetched when it ends). While the broker's remote fetch rate is over
     ``remote.log.manager.fetch.max.bytes.per.second`` (KIP-956) a remote partition gets no
     records and no error (the client asks again), as Kafka. A remote outage costs the
     partitions that need it that long, never another connection.
@@ -365,42 +369,42 @@ class _RemoteAsk:
     throttled: bool = False
 
 
-def _start_remote_reads(ctx: RequestContext, wants: list[_Want], limit: int
-                        ) -> dict[int, _RemoteAsk]:
-    """Start the remote read of every partition that needs the remote tier now (the
-    checks of :func:`_read_one` repeated cheaply), all on the reader pool; by index in
-    ``wants``."""
+def _remote_partition(ctx: RequestContext, w: _Want) -> TopicPartition | None:
+    """``w``'s partition when it needs the remote tier now (the checks of
+    :func:`_read_one` repeated cheaply), else None."""
     broker = ctx.broker
-    rlm = getattr(broker, "rlm", None)
     lm = broker.log_manager
-    out: dict[int, _RemoteAsk] = {}
-    if rlm is None or lm is None:
-        return out
-    for i, w in enumerate(wants):
-        if w.topic is None or w.denied:
-            continue
-        tp, _ = topic_partition_or_error(w.topic, w.partition)
-        if tp is None:
-            continue
-        lg = lm.get_log(tp)  # the cheap test first: most fetches read the local log
-        if lg is None or not lg.log_start_offset <= w.offset < lg.local_log_start_offset:
-            continue
-        try:
-            leads, epoch = broker.leadership(tp)
-        except Exception:
-            continue
-        if (not leads or (w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch)
-                or not broker.tiered(tp)):
-            continue
-        max_bytes = max(1, min(w.max_bytes, limit))
-        if rlm.fetch_throttled():
-            out[i] = _RemoteAsk(None, time.monotonic(), throttled=True)
-            continue
-        try:
-            out[i] = _RemoteAsk(rlm.submit_read(tp, w.offset, max_bytes), time.monotonic())
-        except Exception as exc:  # the pool refused it: this partition's retriable error
-            out[i] = _RemoteAsk(None, time.monotonic(), error=exc)
-    return out
+    if getattr(broker, "rlm", None) is None or lm is None or w.topic is None or w.denied:
+        return None
+    tp, _ = topic_partition_or_error(w.topic, w.partition)
+    if tp is None:
+        return None
+    lg = lm.get_log(tp)  # the cheap test first: most fetches read the local log
+    if lg is None or not lg.log_start_offset <= w.offset < lg.local_log_start_offset:
+        return None
+    try:
+        leads, epoch = broker.leadership(tp)
+    except Exception:
+        return None
+    if (not leads or (w.current_leader_epoch >= 0 and w.current_leader_epoch != epoch)
+            or not broker.tiered(tp)):
+        return None
+    return tp
+
+
+def _start_remote_read(ctx: RequestContext, tp: TopicPartition, w: _Want, budget: int
+                       ) -> _RemoteAsk:
+    """Start ``w``'s remote read of ``budget`` bytes (> 0) on the reader pool, unless the
+    fetch quota is exceeded now (checked per read: every read started before counts, as
+    its budget is reserved against the quota when it starts)."""
+    rlm = ctx.broker.rlm
+    assert rlm is not None  # _remote_partition checked it
+    if rlm.fetch_throttled():
+        return _RemoteAsk(None, time.monotonic(), throttled=True)
+    try:
+        return _RemoteAsk(rlm.submit_read(tp, w.offset, budget), time.monotonic())
+    except Exception as exc:  # the pool refused it: this partition's retriable error
+        return _RemoteAsk(None, time.monotonic(), error=exc)
 
 
 def _cut_batches(data: bytes, budget: int, min_one: bool) -> bytes:
@@ -419,35 +423,67 @@ def _cut_batches(data: bytes, budget: int, min_one: bool) -> bytes:
 
 def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
               remote_allowed: bool) -> _Pass:
-    """Read every partition once, in order, within the response's byte budget; the remote
-    reads all started first (see the module docstring)."""
-    result = _Pass()
+    """Read every partition once within the response's byte budget, split in request order
+    BEFORE any remote read starts: a local partition takes what it read; a remote one
+    reserves ``min(partition_max_bytes, what is left)`` and its read starts at once with
+    that budget (never with 0: then it gets no records; the first partition that may have
+    data still gets one whole batch, KIP-74). Every remote read is started before any is
+    waited for (they run in parallel); then each is waited for and cut to its budget."""
+    got: list[_Got] = []
+    remote: dict[int, tuple[_RemoteAsk | None, int, bool]] = {}
     min_one = True
-    asks = _start_remote_reads(ctx, wants, limit) if remote_allowed else {}
     for i, w in enumerate(wants):
-        try:
-            g = _read_one(ctx, w, limit, min_one, remote_allowed=remote_allowed,
-                          ask=asks.pop(i, None))
-        except ResourceExhaustedError as exc:  # out of descriptors: retriable
-            log.warning("kafka fetch: reading %s-%s: %s", w.topic, w.partition, exc)
-            g = _Got(KAFKA_STORAGE_ERROR)
-        except Exception as exc:  # one partition's failure is that partition's answer
-            code, message = error_of(exc)
-            if code == UNKNOWN_SERVER_ERROR:
-                log.exception("kafka fetch: reading %s-%s failed", w.topic, w.partition)
-            else:
-                log.debug("kafka fetch: %s-%s: %s", w.topic, w.partition, message)
-            g = _Got(code if code != UNKNOWN_SERVER_ERROR else KAFKA_STORAGE_ERROR)
-        result.got.append(g)
-        result.remote_read = result.remote_read or g.remote
+        tp = _remote_partition(ctx, w) if remote_allowed else None
+        if tp is not None:
+            budget = max(0, min(w.max_bytes, limit))
+            ask = None
+            if budget > 0 or min_one:
+                ask = _start_remote_read(ctx, tp, w, max(budget, 1))
+            remote[i] = (ask, budget, min_one)
+            got.append(_Got())  # answered below, once every read has started
+            if ask is not None and not ask.throttled and ask.error is None:
+                min_one = False  # it brings at least one batch (or nothing and no room)
+                limit -= budget
+            continue
+        g = _read_safely(ctx, w, limit, min_one, remote_allowed=remote_allowed, ask=None)
+        got.append(g)
         if g.size > 0:
             min_one = False
             limit = max(0, limit - g.size)
+    for i, (ask, budget, first) in remote.items():
+        got[i] = _read_safely(ctx, wants[i], budget, first, remote_allowed=True, ask=ask,
+                              zero_budget=ask is None)
+    result = _Pass()
+    result.got = got
+    result.remote_read = any(g.remote for g in got)
     return result
 
 
+def _read_safely(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
+                 remote_allowed: bool, ask: _RemoteAsk | None,
+                 zero_budget: bool = False) -> _Got:
+    """:func:`_read_one`, a failure being the partition's error code."""
+    try:
+        return _read_one(ctx, w, limit, min_one, remote_allowed=remote_allowed, ask=ask,
+                         zero_budget=zero_budget)
+    except ResourceExhaustedError as exc:  # out of descriptors: retriable
+        log.warning("kafka fetch: reading %s-%s: %s", w.topic, w.partition, exc)
+        return _Got(KAFKA_STORAGE_ERROR)
+    except Exception as exc:  # one partition's failure is that partition's answer
+        code, message = error_of(exc)
+        if code == UNKNOWN_SERVER_ERROR:
+            log.exception("kafka fetch: reading %s-%s failed", w.topic, w.partition)
+        else:
+            log.debug("kafka fetch: %s-%s: %s", w.topic, w.partition, message)
+        return _Got(code if code != UNKNOWN_SERVER_ERROR else KAFKA_STORAGE_ERROR)
+
+
 def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
-              remote_allowed: bool, ask: _RemoteAsk | None = None) -> _Got:
+              remote_allowed: bool, ask: _RemoteAsk | None = None,
+              zero_budget: bool = False) -> _Got:
+    """One partition's answer. ``ask``: its remote read, started by :func:`_read_all`;
+    ``zero_budget``: it needed the remote tier but the response had no room left (no read
+    was started: no records, no error)."""
     broker = ctx.broker
     if w.topic is None:
         return _Got(UNKNOWN_TOPIC_ID)
@@ -495,13 +531,14 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
                 g.region = region
             return g
     # below the local log: the remote tier (tiered topics), read in parallel with the
-    # request's other remote partitions (started by _start_remote_reads)
+    # request's other remote partitions (started by _read_all)
     if not broker.tiered(tp):
         return _out_of_range(lg.high_watermark)
-    if not remote_allowed or (max_bytes == 0 and not min_one) or ask is None:
+    if not remote_allowed or (max_bytes == 0 and not min_one) or ask is None or zero_budget:
         if ask is not None and ask.future is not None:
             ask.future.cancel()  # its bytes are not wanted; a running read just ends
-        if remote_allowed and ask is None and w.offset < lg.log_start_offset:
+        if remote_allowed and ask is None and not zero_budget \
+                and w.offset < lg.log_start_offset:
             return _Got(OFFSET_OUT_OF_RANGE, high_watermark=lg.high_watermark, remote=True)
         return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset)
     return _remote_answer(ctx, tp, lg, w, ask, max_bytes, min_one)
