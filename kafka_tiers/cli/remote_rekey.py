@@ -24,8 +24,10 @@ from kafka_tiers.cli.output import FORMAT_OPTION, console, emit_json, parse_kv
 REKEYED = "rekeyed"
 ALREADY_CURRENT = "already_current"
 NOT_ENCRYPTED = "not_encrypted"
+#: the segment was deleted (retention, a topic delete) after it was listed: nothing to rekey
+DELETED = "deleted"
 FAILED = "failed"
-STATUSES = (REKEYED, ALREADY_CURRENT, NOT_ENCRYPTED, FAILED)
+STATUSES = (REKEYED, ALREADY_CURRENT, NOT_ENCRYPTED, DELETED, FAILED)
 
 
 def active_key_id(config: Mapping[str, Any]) -> str:
@@ -75,9 +77,11 @@ def rekey_segments(rsm: Any, active: str, segments: list[Any], *, dry_run: bool,
         encrypted), ``status`` (one of :data:`STATUSES`; under ``dry_run`` :data:`REKEYED`
         means "would be rekeyed") and ``error`` (one line, or None). A failure of one segment
         (its old pair's private key is not configured, the manifest is unreadable) is its
-        row's ``failed``; the others go on.
+        row's ``failed``; the others go on. A segment deleted since it was listed (before or
+        while it was rekeyed: ``rekey`` then removes its rewritten manifest again) is
+        :data:`DELETED`, not a failure.
     """
-    from kafka_tiers.api import RemoteStorageError
+    from kafka_tiers.api import RemoteResourceNotFoundError, RemoteStorageError
 
     rows = []
     for md in segments:
@@ -96,6 +100,8 @@ def rekey_segments(rsm: Any, active: str, segments: list[Any], *, dry_run: bool,
                     row["status"] = REKEYED
                 else:
                     row["status"] = REKEYED if rsm.rekey(md) else ALREADY_CURRENT
+        except RemoteResourceNotFoundError:
+            row["status"] = DELETED
         except RemoteStorageError as exc:
             row["error"] = " ".join(str(exc).split())
         rows.append(row)
@@ -185,11 +191,13 @@ def rekey(ctx: click.Context, storage: str | None, config_file: str | None,
         done = "to rekey" if dry_run else "rekeyed"
         out.print(f"{len(rows)} segments of {topic}: {summary[REKEYED]} {done}, "
                   f"{summary[ALREADY_CURRENT]} already on {active}, "
-                  f"{summary[NOT_ENCRYPTED]} not encrypted, {summary[FAILED]} failed"
+                  f"{summary[NOT_ENCRYPTED]} not encrypted, "
+                  + (f"{summary[DELETED]} deleted meanwhile, " if summary[DELETED] else "")
+                  + f"{summary[FAILED]} failed"
                   + (" (dry run: nothing changed)" if dry_run else ""))
     if summary[FAILED]:
         ctx.exit(1)
 
 
-__all__ = ["ALREADY_CURRENT", "FAILED", "NOT_ENCRYPTED", "REKEYED", "STATUSES", "active_key_id",
-           "rekey", "rekey_segments"]
+__all__ = ["ALREADY_CURRENT", "DELETED", "FAILED", "NOT_ENCRYPTED", "REKEYED", "STATUSES",
+           "active_key_id", "rekey", "rekey_segments"]

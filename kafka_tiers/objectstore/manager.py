@@ -1089,6 +1089,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         self._forget(keys)
         self._delete([keys[ObjectKind.MANIFEST]], sid)
         self._delete([k for kind, k in keys.items() if kind is not ObjectKind.MANIFEST], sid)
+        # again: a manifest a concurrent rekey rewrote after the first delete (see rekey)
+        self._delete([keys[ObjectKind.MANIFEST]], sid)
 
     # -- data-path operations ----------------------------------------------------------------
 
@@ -1105,7 +1107,10 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             ConfigError: no active key pair (``encryption.key.pair.id``).
             UnknownKeyError: the old key pair's private key is not configured.
             KeyUnwrapError: the wrapped key is damaged.
-            RemoteResourceNotFoundError, ManifestError, RemoteStorageError: as a read.
+            RemoteResourceNotFoundError: the segment is not in the tier, or was deleted while
+                it was rekeyed (its rewritten manifest is then deleted again: a deleted
+                segment never comes back as a manifest without data).
+            ManifestError, RemoteStorageError: as a read.
         """
         from kafka_tiers.api.errors import ConfigError
 
@@ -1129,9 +1134,44 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                          ObjectKind.MANIFEST)
         self._call(self.object_store.put, mkey, io.BytesIO(raw), len(raw), key=mkey,
                    segment_id=sid)
-        self._segment_cache.put(mkey, self._segment_of(metadata, rewritten))
+        # The put has no precondition (stores offer none in common): a delete of the segment
+        # that ran since the read left it a manifest without data. The deleter removes the
+        # manifest, then the data, then the manifest again, so either its last delete comes
+        # after this put, or the log is gone by now: then the manifest goes again. The cache
+        # is never filled from here (a segment forgotten meanwhile stays forgotten); the
+        # next read reads the rewritten manifest.
+        self._segment_cache.discard(mkey)
+        if not self._log_exists(metadata, manifest):
+            self._delete([mkey], sid)
+            self._forget(self._all_keys(metadata))
+            raise RemoteResourceNotFoundError(
+                f"segment {metadata.remote_log_segment_id} (start offset "
+                f"{metadata.start_offset}) was deleted while it was rekeyed; its rewritten "
+                "manifest was removed again", segment_id=sid, resource="segment")
         log.info("segment %s re-keyed from key pair %s to %s",
                  metadata.remote_log_segment_id, manifest.encryption.key_id, key_id)
+        return True
+
+    def _log_exists(self, metadata: RemoteLogSegmentMetadata,
+                    manifest: SegmentManifest) -> bool:
+        """Whether the segment's log object is in the store (its first byte read, or the whole
+        object when it is empty).
+
+        Raises:
+            RemoteStorageError: the store failed other than with "not found".
+        """
+        key = self._key(metadata.remote_log_segment_id, metadata.start_offset, ObjectKind.LOG)
+        log_object = manifest.object(ObjectKind.LOG)
+        first = ByteRange(0, 0) if log_object is not None and log_object.size > 0 else None
+        sid = metadata.segment_id
+        try:
+            stream = self._call(self.object_store.get, key, first, key=key, segment_id=sid)
+            try:
+                self._call(stream.read, 1, key=key, segment_id=sid)
+            finally:
+                stream.close()
+        except RemoteResourceNotFoundError:
+            return False
         return True
 
     def describe_segment(self, metadata: RemoteLogSegmentMetadata) -> dict[str, Any]:
