@@ -17,8 +17,14 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-#: Largest chunk size accepted (1 GiB): a chunk is held in memory whole while it is read.
-MAX_CHUNK_SIZE = 1 << 30
+#: Largest chunk size accepted (64 MiB): a chunk is held in memory whole while it is read
+#: (times ``fetch.chunk.download.threads`` and the prefetches), so a manifest cannot make one
+#: read allocate more than this per chunk.
+MAX_CHUNK_SIZE = 64 << 20
+#: Most chunks one segment's log may have (1,048,576): bounds the chunk index a manifest
+#: carries (and so its size). A copy whose ``chunk.size`` would cut the log into more is
+#: refused.
+MAX_CHUNKS = 1 << 20
 #: The default ``chunk.size`` (4 MiB, as Aiven's tiered-storage plugin).
 DEFAULT_CHUNK_SIZE = 4 << 20
 
@@ -35,8 +41,8 @@ class ChunkIndex:
             (each chunk stored as it is).
 
     Raises:
-        ValueError: a size out of range, or ``stored_sizes`` whose length is not the chunk
-            count or holding a negative size.
+        ValueError: a size out of range, more than :data:`MAX_CHUNKS` chunks, or
+            ``stored_sizes`` whose length is not the chunk count or holding a negative size.
     """
 
     chunk_size: int
@@ -51,6 +57,9 @@ class ChunkIndex:
         if (isinstance(self.original_size, bool) or not isinstance(self.original_size, int)
                 or self.original_size < 0):
             raise ValueError(f"original size {self.original_size!r} is not >= 0")
+        if self.count > MAX_CHUNKS:
+            raise ValueError(f"{self.count} chunks of {self.chunk_size} bytes is more than "
+                             f"{MAX_CHUNKS} (raise chunk.size)")
         ends: tuple[int, ...] = ()
         if self.stored_sizes is not None:
             sizes = tuple(self.stored_sizes)
@@ -153,8 +162,10 @@ class ChunkIndex:
         sizes = doc["stored_sizes"]
         if sizes is not None and not isinstance(sizes, Sequence):
             raise TypeError("stored_sizes must be a list or null")
+        if sizes is not None and len(sizes) > MAX_CHUNKS:
+            raise ValueError(f"{len(sizes)} stored chunk sizes: more than {MAX_CHUNKS}")
         return cls(doc["chunk_size"], doc["original_size"],
                    None if sizes is None else tuple(sizes))
 
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "MAX_CHUNK_SIZE", "ChunkIndex"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "MAX_CHUNKS", "MAX_CHUNK_SIZE", "ChunkIndex"]

@@ -17,6 +17,9 @@ key                                         default          meaning
 ``encryption.enabled``                      false            AES-256-GCM per chunk, data key wrapped
                                                              with an RSA key pair (see
                                                              :mod:`.encryption` for its keys)
+``encryption.plaintext.segments.readable``  false            with ``encryption.enabled=true``,
+                                                             still read segments that are not
+                                                             encrypted (else refused)
 ``fetch.chunk.cache.class``                 memory           ``memory``, ``disk`` or ``none``
                                                              (Aiven's class names accepted)
 ``fetch.chunk.cache.size``                  67108864         most bytes the chunk cache holds
@@ -73,7 +76,8 @@ _CACHE_ALIASES = {
 DATA_KEYS: frozenset[str] = frozenset({
     "chunk.size", "compression.enabled", "compression.heuristic.enabled",
     "compression.zstd.level", "encryption.enabled", "encryption.key.pair.id",
-    "encryption.key.pairs", "fetch.chunk.cache.class", "fetch.chunk.cache.size",
+    "encryption.key.pairs", "encryption.plaintext.segments.readable",
+    "fetch.chunk.cache.class", "fetch.chunk.cache.size",
     "fetch.chunk.cache.path", "fetch.chunk.cache.retention.ms",
     "fetch.chunk.cache.prefetch.max.size", "fetch.chunk.download.threads",
     "fetch.manifest.cache.size", "fetch.manifest.cache.retention.ms",
@@ -224,6 +228,7 @@ class DataSettings:
         encryption: encrypt new segments.
         key_ring: the key pairs (None when no ``encryption.key.pairs`` are configured; a
             reader may have one without ``encryption.enabled``).
+        plaintext_segments_readable: ``encryption.plaintext.segments.readable``.
         cache: the chunk cache's settings.
         download_threads: chunk downloads of one read in flight at once.
         manifest_cache_size: manifests kept (0: no cache).
@@ -236,10 +241,19 @@ class DataSettings:
     zstd_level: int = DEFAULT_ZSTD_LEVEL
     encryption: bool = False
     key_ring: KeyRing | None = field(default=None, repr=False)
+    plaintext_segments_readable: bool = False
     cache: ChunkCacheSettings = field(default_factory=ChunkCacheSettings)
     download_threads: int = 4
     manifest_cache_size: int = 1000
     manifest_cache_retention_ms: int = 3_600_000
+
+    @property
+    def refuse_plaintext(self) -> bool:
+        """Whether a segment that is not encrypted is refused on read:
+        ``encryption.enabled=true`` without ``encryption.plaintext.segments.readable=true``
+        (a manifest saying "not encrypted" may be a downgrade by whoever can write to the
+        bucket)."""
+        return self.encryption and not self.plaintext_segments_readable
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, writer: bool = True) -> DataSettings:
@@ -288,7 +302,10 @@ class DataSettings:
             _get(config, "fetch.chunk.cache.prefetch.max.size", Int(0), 0))
         return cls(
             chunk_size=chunk_size, compression=compression, compression_heuristic=heuristic,
-            zstd_level=level, encryption=encryption, key_ring=ring, cache=cache,
+            zstd_level=level, encryption=encryption, key_ring=ring,
+            plaintext_segments_readable=_get(config, "encryption.plaintext.segments.readable",
+                                             Bool(), False),
+            cache=cache,
             download_threads=_get(config, "fetch.chunk.download.threads", Int(1, 64), 4),
             manifest_cache_size=_get(config, "fetch.manifest.cache.size", Int(0, 1 << 24),
                                      1000),

@@ -78,7 +78,7 @@ from kafka_tiers.api.storage import (
 )
 from kafka_tiers.log.records import HEADER_SIZE
 from kafka_tiers.objectstore.chunk_cache import build_chunk_cache
-from kafka_tiers.objectstore.chunk_index import ChunkIndex
+from kafka_tiers.objectstore.chunk_index import MAX_CHUNKS, ChunkIndex
 from kafka_tiers.objectstore.chunk_loader import ChunkLoader
 from kafka_tiers.objectstore.data_settings import DataSettings
 from kafka_tiers.objectstore.encryption import UnknownKeyError, new_data_key
@@ -94,6 +94,7 @@ from kafka_tiers.objectstore.keys import (
 )
 from kafka_tiers.objectstore.manifest import (
     CRC32C,
+    MAX_MANIFEST_BYTES,
     ManifestObject,
     SegmentManifest,
     WrappedDataKey,
@@ -120,6 +121,7 @@ from kafka_tiers.objectstore.transforms import (
     batches_compressed,
     index_label,
     log_label,
+    segment_context,
 )
 
 log = logging.getLogger(__name__)
@@ -382,9 +384,20 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             self._call(store.delete_many, chunk, key=chunk[0], segment_id=segment_id)
 
     def _read_all(self, key: str, segment_id: str | None) -> bytes:
+        """A manifest's bytes: at most :data:`MAX_MANIFEST_BYTES` + 1 are read (so
+        :meth:`SegmentManifest.from_json` refuses a longer one without holding it)."""
         stream = self._call(self.object_store.get, key, None, key=key, segment_id=segment_id)
         try:
-            return self._call(stream.read, key=key, segment_id=segment_id)
+            parts: list[bytes] = []
+            held = 0
+            while held <= MAX_MANIFEST_BYTES:
+                part = self._call(stream.read, MAX_MANIFEST_BYTES + 1 - held, key=key,
+                                  segment_id=segment_id)
+                if not part:
+                    break
+                parts.append(part)
+                held += len(part)
+            return b"".join(parts)
         finally:
             stream.close()
 
@@ -534,7 +547,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             # An earlier attempt with this id stops being visible before anything changes.
             self._delete([keys[ObjectKind.MANIFEST]], sid)
             self._forget(keys)
-            transform, encryption = self._new_transform(sid, log_path)
+            transform, encryption = self._new_transform(metadata, log_path)
             index_objects, payload = self._encode_indexes(index_sources, transform, keys, sid)
             # An earlier attempt's .indexes left when this one keeps them inline is not
             # deleted here: it goes with the segment (every delete removes every kind).
@@ -569,10 +582,29 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                   "encrypted" if encryption is not None else "not encrypted")
         return custom
 
-    def _new_transform(self, sid: str, log_path: str
+    def _new_transform(self, metadata: RemoteLogSegmentMetadata, log_path: str
                        ) -> tuple[SegmentTransform, WrappedDataKey | None]:
-        """The transform of a new segment and its wrapped data key (None: not encrypted)."""
+        """The transform of a new segment and its wrapped data key (None: not encrypted).
+
+        Raises:
+            RemoteStorageError: the log cannot be read, or ``chunk.size`` would cut it into
+                more than :data:`MAX_CHUNKS` chunks (not retriable).
+        """
         settings = self._settings
+        sid = metadata.segment_id
+        try:
+            length = os.stat(log_path).st_size
+        except OSError as exc:
+            raise RemoteStorageError(
+                f"cannot read local file {log_path}: {exc.strerror or exc}",
+                segment_id=sid, retriable=False) from None
+        if -(-length // settings.chunk_size) > MAX_CHUNKS:
+            raise RemoteStorageError(
+                f"segment {metadata.remote_log_segment_id} of {length} bytes would be "
+                f"{-(-length // settings.chunk_size)} chunks of chunk.size="
+                f"{settings.chunk_size} bytes, more than the {MAX_CHUNKS} a segment may have: "
+                f"raise chunk.size to at least {-(-length // MAX_CHUNKS)}",
+                segment_id=sid, retriable=False)
         compression = ZSTD if settings.compression else None
         if compression is not None and settings.compression_heuristic:
             try:
@@ -595,7 +627,11 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             data_key = new_data_key()
             key_id, wrapped_key = ring.wrap(data_key)
             wrapped = WrappedDataKey(key_id, wrapped_key)
-        return SegmentTransform(sid, compression, data_key, settings.zstd_level), wrapped
+        tp = metadata.topic_partition
+        context = segment_context(tp.topic, tp.partition, metadata.start_offset, sid,
+                                  settings.chunk_size, length, compression)
+        return (SegmentTransform(sid, compression, data_key, settings.zstd_level, context),
+                wrapped)
 
     def _encode_indexes(self, sources: Sequence[_Source], transform: SegmentTransform,
                         keys: Mapping[ObjectKind, str], sid: str
@@ -768,7 +804,15 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                                 segment_id=sid)
         chunks = manifest.chunks
         if chunks is None:  # formats 1 and 2: the log stored as it is
-            chunks = ChunkIndex(self._settings.chunk_size, log_object.size, None)
+            chunks = self._plain_chunks(log_object.size)
+        if manifest.encryption is None and self._settings.refuse_plaintext:
+            raise ManifestError(
+                f"segment {metadata.remote_log_segment_id} (start offset "
+                f"{metadata.start_offset}) is not encrypted, and encryption.enabled=true "
+                "refuses such segments (its manifest may have been replaced by someone who "
+                "can write to the bucket); if the tier holds segments copied before "
+                "encryption was enabled, set encryption.plaintext.segments.readable=true",
+                segment_id=sid)
         data_key = None
         if manifest.encryption is not None:
             ring = self._settings.key_ring
@@ -782,12 +826,21 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                     key_id=key_id, segment_id=sid)
             data_key = ring.unwrap(key_id, manifest.encryption.wrapped_key, where=where,
                                    segment_id=sid)
-        transform = SegmentTransform(sid, manifest.compression, data_key)
+        tp = metadata.topic_partition
+        context = segment_context(tp.topic, tp.partition, metadata.start_offset, sid,
+                                  chunks.chunk_size, chunks.original_size,
+                                  manifest.compression)
+        transform = SegmentTransform(sid, manifest.compression, data_key, context=context)
         return _Segment(manifest, chunks, transform,
                         self._key(metadata.remote_log_segment_id, metadata.start_offset,
                                   ObjectKind.LOG),
                         self._key(metadata.remote_log_segment_id, metadata.start_offset,
                                   ObjectKind.INDEXES))
+
+    def _plain_chunks(self, size: int) -> ChunkIndex:
+        """The identity chunk index of a format 1 or 2 log of ``size`` bytes: chunks of
+        ``chunk.size``, or larger when that would be more than :data:`MAX_CHUNKS`."""
+        return ChunkIndex(max(self._settings.chunk_size, -(-size // MAX_CHUNKS)), size, None)
 
     def _read_range(self, key: str, first: int, end: int, size: int, sid: str) -> bytes:
         """The stored bytes ``first..end-1`` of the object ``key`` (``size`` bytes); an
@@ -1188,8 +1241,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         log_object = manifest.object(ObjectKind.LOG)
         chunks = manifest.chunks
         if chunks is None:
-            chunks = ChunkIndex(self._settings.chunk_size,
-                                log_object.size if log_object is not None else 0, None)
+            chunks = self._plain_chunks(log_object.size if log_object is not None else 0)
         if manifest.chunks is None:
             indexes = "objects"
         elif any(o.inline is not None for o in manifest.objects):

@@ -49,6 +49,10 @@ from kafka_tiers.objectstore.transforms import COMPRESSIONS
 #: The manifest format this code writes (chunked, crc32c per object); it also reads formats 1
 #: (sha256) and 2 (crc32c, objects stored as they are).
 MANIFEST_FORMAT_VERSION = 3
+#: Most bytes of a manifest read (16 MiB): checked before it is parsed. A copy's manifest is
+#: far smaller (at most :data:`~kafka_tiers.objectstore.chunk_index.MAX_CHUNKS` chunk sizes
+#: and 64 KiB of inline indexes).
+MAX_MANIFEST_BYTES = 16 << 20
 
 
 CRC32C = "crc32c"
@@ -239,11 +243,16 @@ class SegmentManifest:
         (``"sha256"``).
 
         Raises:
-            ManifestError: not JSON, a missing or malformed field, or a ``format_version``
-                other than 1 or :data:`MANIFEST_FORMAT_VERSION` (the error carries the
-                version).
+            ManifestError: more than :data:`MAX_MANIFEST_BYTES`, not JSON, a missing or
+                malformed field, a format 3 chunk index that disagrees with the segment's
+                own metadata (its original size is ``segment_size_in_bytes``) or with the
+                log object's sizes, or a ``format_version`` other than 1 or
+                :data:`MANIFEST_FORMAT_VERSION` (the error carries the version).
         """
         where = f"manifest {key}" if key else "manifest"
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"{where} has {len(raw)} bytes, more than the "
+                                f"{MAX_MANIFEST_BYTES} a manifest may have", key=key)
         try:
             doc = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -283,6 +292,10 @@ class SegmentManifest:
             chunks = compression = encryption = None
             if version == MANIFEST_FORMAT_VERSION:
                 chunks = ChunkIndex.from_json(doc["chunks"])
+                if chunks.original_size != metadata.segment_size_in_bytes:
+                    raise ValueError(f"the chunk index holds {chunks.original_size} bytes, "
+                                     "the segment's segment_size_in_bytes "
+                                     f"{metadata.segment_size_in_bytes}")
                 compression = doc["compression"]
                 if compression is not None and compression not in COMPRESSIONS:
                     raise ValueError(f"unknown compression {compression!r}")
@@ -392,6 +405,7 @@ __all__ = [
     "CHECKSUM_ALGORITHMS",
     "CRC32C",
     "MANIFEST_FORMAT_VERSION",
+    "MAX_MANIFEST_BYTES",
     "SHA256",
     "ChecksumHasher",
     "ManifestObject",

@@ -8,8 +8,12 @@ transformed on its own, so any one can be read back alone:
    and content checksum (so a damaged frame is detected even without encryption);
 2. encryption (when the segment has a data key): ``nonce (12 random bytes) || ciphertext ||
    tag (16 bytes)`` with AES-256-GCM from the ``cryptography`` package. The associated data
-   binds the chunk to its place (the segment id, the object and the chunk number), so a
-   chunk moved to another place, segment or object fails its tag just like a changed byte.
+   binds the chunk to the segment's whole identity and layout (:func:`segment_context`: the
+   topic, partition, start offset and segment id, the log's chunk size, original size and
+   chunk count, and the compression) and to its place (the object and the chunk number). A
+   chunk or a whole segment moved to another place, segment, topic, partition or start
+   offset, a chunk list truncated, or an edited layout field of the manifest fails the tag
+   just like a changed byte.
 
 Decoding checks everything it can and raises :class:`CorruptChunkError` naming the chunk, never
 returning damaged bytes.
@@ -17,6 +21,7 @@ returning damaged bytes.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -38,8 +43,9 @@ DEFAULT_ZSTD_LEVEL = 1
 NONCE_BYTES = 12
 TAG_BYTES = 16
 ENCRYPTION_OVERHEAD = NONCE_BYTES + TAG_BYTES
-#: The associated-data version tag: changes if the binding ever changes.
-_AAD_TAG = b"kafka-tiers/chunk/1"
+#: The associated-data version tag: changes if the binding ever changes (1: the segment id
+#: and label only, never released).
+_AAD_TAG = b"kafka-tiers/chunk/2"
 
 
 class CorruptChunkError(RemoteStorageError):
@@ -65,27 +71,44 @@ def batches_compressed(head: bytes | memoryview) -> bool:
     return attributes & 0x07 != 0
 
 
+def segment_context(topic: str, partition: int, start_offset: int, segment_id: str,
+                    chunk_size: int, original_size: int, compression: str | None) -> bytes:
+    """The identity and layout of a segment that every chunk's and index's associated data
+    binds: the topic, partition, start offset and segment id, and the log's chunk size,
+    original size, chunk count and compression (what changes how its bytes are read). An
+    unambiguous encoding (a JSON array), so no two contexts share bytes."""
+    count = -(-original_size // chunk_size) if chunk_size > 0 else 0
+    return json.dumps([topic, partition, start_offset, segment_id, chunk_size, original_size,
+                       count, compression or "none"], ensure_ascii=True,
+                      separators=(",", ":")).encode("ascii")
+
+
 @dataclass(frozen=True)
 class SegmentTransform:
     """How one segment's chunks are stored.
 
     Attributes:
-        segment_id: the segment id (bound into every chunk's associated data).
+        segment_id: the segment id (error messages).
         compression: :data:`ZSTD` or None.
         data_key: the segment's AES-256 data key, or None (not encrypted).
         level: the zstd level used when encoding.
+        context: :func:`segment_context` of the segment, bound into every chunk's and
+            index's associated data (with the chunk's label); required with a data key.
     """
 
     segment_id: str
     compression: str | None = None
     data_key: bytes | None = field(default=None, repr=False)
     level: int = DEFAULT_ZSTD_LEVEL
+    context: bytes = b""
 
     def __post_init__(self) -> None:
         if self.compression is not None and self.compression not in COMPRESSIONS:
             raise ValueError(f"unknown compression {self.compression!r}")
         if self.data_key is not None and len(self.data_key) != 32:
             raise ValueError("a data key has 32 bytes")
+        if self.data_key is not None and not self.context:
+            raise ValueError("an encrypted segment's transform needs its segment context")
 
     @property
     def identity(self) -> bool:
@@ -93,7 +116,7 @@ class SegmentTransform:
         return self.compression is None and self.data_key is None
 
     def _aad(self, label: str) -> bytes:
-        return b"|".join((_AAD_TAG, self.segment_id.encode("ascii"), label.encode("ascii")))
+        return b"\n".join((_AAD_TAG, self.context, label.encode("ascii")))
 
     def encode(self, label: str, data: bytes | memoryview) -> bytes:
         """The stored form of one chunk.
@@ -140,6 +163,18 @@ class SegmentTransform:
                                         "changed or moved", label=label,
                                         segment_id=self.segment_id) from None
         if self.compression == ZSTD:
+            # the frame's declared content size is checked before anything is allocated: a
+            # frame declaring more (a decompression bomb) is refused without decoding it
+            try:
+                declared = zstandard.frame_content_size(bytes(data[:18]))
+            except zstandard.ZstdError as exc:
+                raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
+                                        label=label, segment_id=self.segment_id) from None
+            if declared != original_size:
+                raise CorruptChunkError(
+                    f"{where} is a zstd frame of {declared} bytes (-1: undeclared), not the "
+                    f"{original_size} its chunk index lists", label=label,
+                    segment_id=self.segment_id)
             try:
                 data = zstandard.ZstdDecompressor().decompress(
                     bytes(data), max_output_size=max(original_size, 1))
@@ -165,4 +200,4 @@ def index_label(kind: str) -> str:
 
 __all__ = ["COMPRESSIONS", "DEFAULT_ZSTD_LEVEL", "ENCRYPTION_OVERHEAD", "NONCE_BYTES",
            "TAG_BYTES", "ZSTD", "CorruptChunkError", "SegmentTransform", "batches_compressed",
-           "index_label", "log_label"]
+           "index_label", "log_label", "segment_context"]

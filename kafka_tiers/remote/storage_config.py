@@ -126,13 +126,15 @@ def storage_settings(storage: str | None, config_file: str | os.PathLike[str] | 
 
 def reader_data_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` for a process that reads the remote tier and writes no segment (the
-    ``remote`` commands, Spark): ``encryption.enabled`` is turned off, since it only says how
-    NEW segments are written (a reader decrypts whatever a manifest says, with the private key
-    of the pair it names, and needs no ``encryption.key.pair.id``), and a ``disk`` chunk cache
-    becomes a ``memory`` one (a reader never writes into a broker's cache directory).
-    Every other key is kept. Idempotent."""
+    ``remote`` commands, Spark): ``encryption.enabled`` is turned off unless
+    ``encryption.key.pair.id`` is set too (a reader decrypts whatever a manifest says, with
+    the private key of the pair it names, and needs no active pair; given a broker's complete
+    settings it keeps ``encryption.enabled=true`` so it refuses segments that are not
+    encrypted as that broker does, unless ``encryption.plaintext.segments.readable=true``),
+    and a ``disk`` chunk cache becomes a ``memory`` one (a reader never writes into a
+    broker's cache directory). Every other key is kept. Idempotent."""
     out = dict(config)
-    if "encryption.enabled" in out:
+    if "encryption.enabled" in out and not str(out.get("encryption.key.pair.id", "")).strip():
         out["encryption.enabled"] = "false"
     if str(out.get("fetch.chunk.cache.class", "")).strip().lower() in (
             "disk", "io.aiven.kafka.tieredstorage.fetch.cache.diskchunkcache",

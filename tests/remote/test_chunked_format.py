@@ -96,9 +96,11 @@ def segment_files(folder: Path, log: bytes, *, index_size: int = 64) -> LogSegme
                           folder / "snap", EPOCHS)
 
 
-def new_md(start: int = 0) -> RemoteLogSegmentMetadata:
+def new_md(start: int = 0, size: int = 1000) -> RemoteLogSegmentMetadata:
+    """Metadata of a segment whose log has ``size`` bytes (a manifest's chunk index must
+    hold ``segment_size_in_bytes``)."""
     return RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(TP), start, start + 99, 1, 0,
-                                    1, 1000, {0: start})
+                                    1, size, {0: start})
 
 
 def wait_for(condition: Any, seconds: float = 5.0) -> bool:
@@ -121,7 +123,7 @@ def test_ranges_across_chunk_boundaries_equal_the_plaintext(tmp_path, chunk_size
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": str(chunk_size),
                                          "compression.enabled": compression})
     log = log_bytes(301)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     for start, end in [(0, None), (0, 0), (5, 6), (6, 7), (6, 14), (13, 200), (299, None),
                        (300, 300), (100, 10_000), (1, 299)]:
@@ -140,7 +142,7 @@ def test_ranges_across_chunk_boundaries_equal_the_plaintext(tmp_path, chunk_size
 def test_manifest_is_format_3_and_objects_match_the_plaintext(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "100", "compression.enabled": "true"})
     log = log_bytes(1050)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     raw = (tmp_path / "tier" / rsm.object_key(md, ObjectKind.MANIFEST)).read_bytes()
     doc = json.loads(raw)
@@ -161,7 +163,7 @@ def test_manifest_is_format_3_and_objects_match_the_plaintext(tmp_path):
     names = sorted(p.name.rpartition(".")[2] for p in (tmp_path / "tier").rglob("*")
                    if p.is_file())
     assert names == ["log", "manifest"]
-    assert json.loads(rsm.copy_log_segment_data(new_md(500),
+    assert json.loads(rsm.copy_log_segment_data(new_md(500, len(log)),
                                                 segment_files(tmp_path / "s2", log)))["v"] == 1
     described = rsm.describe_segment(md)
     assert described == {"format_version": 3, "chunk_size": 100, "chunks": 11,
@@ -176,7 +178,7 @@ def test_plain_segment_is_stored_byte_identical(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "64"})
     store = counting(rsm)
     log = log_bytes(1000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     assert (tmp_path / "tier" / rsm.object_key(md, ObjectKind.LOG)).read_bytes() == log
     assert rsm.read_manifest(md).chunks.stored_sizes is None
@@ -188,7 +190,7 @@ def test_compression_heuristic_skips_a_segment_whose_first_batch_is_compressed(t
     settings = {"compression.enabled": "true", "compression.heuristic.enabled": "true"}
     rsm = make_rsm(tmp_path / "tier", **settings)
     store = counting(rsm)
-    compressed, plain = new_md(0), new_md(1000)
+    compressed, plain = new_md(0, 5000), new_md(1000, 5000)
     log_c = log_bytes(5000, compressed_batch=True)
     log_p = log_bytes(5000)
     rsm.copy_log_segment_data(compressed, segment_files(tmp_path / "a", log_c))
@@ -202,7 +204,7 @@ def test_compression_heuristic_skips_a_segment_whose_first_batch_is_compressed(t
     assert read(rsm, compressed, 0) == log_c and read(rsm, plain, 17, 4000) == log_p[17:4001]
     rsm.close()
     off = make_rsm(tmp_path / "tier2", **{"compression.enabled": "true"})
-    md = new_md()
+    md = new_md(size=len(log_c))
     off.copy_log_segment_data(md, segment_files(tmp_path / "c", log_c))
     assert off.read_manifest(md).compression == "zstd"  # heuristic off: compressed anyway
     off.close()
@@ -213,7 +215,7 @@ def test_a_fetch_reads_only_the_chunks_of_its_range(tmp_path):
                                          "fetch.chunk.cache.class": "none"})
     store = counting(rsm)
     log = log_bytes(50_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     chunks = rsm.read_manifest(md).chunks
     store.gets.clear()
@@ -228,7 +230,7 @@ def test_plain_segment_partial_chunk_is_read_exactly(tmp_path):
     rsm = make_rsm(tmp_path / "tier")  # 4 MiB chunks: the whole log is one chunk
     store = counting(rsm)
     log = log_bytes(300_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     store.gets.clear()
     assert read(rsm, md, 150_000, 150_999) == log[150_000:151_000]
@@ -240,7 +242,7 @@ def test_chunks_are_cached_and_deleted_with_the_segment(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
     store = counting(rsm)
     log = log_bytes(10_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     store.gets.clear()
     assert read(rsm, md, 0) == log
@@ -262,7 +264,7 @@ def test_prefetch_loads_chunks_ahead(tmp_path):
                                          "fetch.chunk.cache.prefetch.max.size": "3000"})
     store = counting(rsm)
     log = log_bytes(10_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     rsm.prefetch(md, 5000, 2000)
     assert wait_for(lambda: rsm.cache_stats()["chunk_cache"]["entries"] == 2)
@@ -287,7 +289,7 @@ def test_prefetch_loads_chunks_ahead(tmp_path):
 def test_large_indexes_go_to_one_indexes_object(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"compression.enabled": "false"})
     store = counting(rsm)
-    md = new_md()
+    md = new_md(size=1000)
     data = segment_files(tmp_path / "seg", log_bytes(1000), index_size=40_000)
     rsm.copy_log_segment_data(md, data)
     manifest = rsm.read_manifest(md)
@@ -319,7 +321,7 @@ def test_large_indexes_go_to_one_indexes_object(tmp_path):
 
 def test_orphaned_indexes_object_is_collected(tmp_path):
     rsm = make_rsm(tmp_path / "tier")
-    md = new_md()
+    md = new_md(size=100)
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log_bytes(100),
                                                 index_size=40_000))
     manifest_key = rsm.object_key(md, ObjectKind.MANIFEST)
@@ -334,7 +336,7 @@ def test_format_2_segments_written_before_still_read(tmp_path):
     """A segment stored as format 2 wrote it: every object as it is, crc32c manifest."""
     root = tmp_path / "tier"
     rsm = make_rsm(root, **{"chunk.size": "7", "compression.enabled": "true"})
-    md = new_md()
+    md = new_md(size=500)
     log = log_bytes(500)
     contents = {ObjectKind.LOG: log, ObjectKind.OFFSET_INDEX: b"o" * 16,
                 ObjectKind.TIME_INDEX: b"t" * 24, ObjectKind.PRODUCER_SNAPSHOT: b"s" * 8,
@@ -364,7 +366,7 @@ def test_format_2_segments_written_before_still_read(tmp_path):
 
 def test_a_corrupted_compressed_chunk_is_an_error_naming_it(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
-    md = new_md()
+    md = new_md(size=5000)
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log_bytes(5000)))
     chunks = rsm.read_manifest(md).chunks
     path = tmp_path / "tier" / rsm.object_key(md, ObjectKind.LOG)
@@ -379,7 +381,7 @@ def test_a_corrupted_compressed_chunk_is_an_error_naming_it(tmp_path):
 
 def test_copy_of_an_unreadable_log_leaves_nothing(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"compression.enabled": "true"})
-    md = new_md()
+    md = new_md(size=100)
     data = segment_files(tmp_path / "seg", log_bytes(100))
     os.unlink(data.log_segment)
     with pytest.raises(RemoteStorageError, match="cannot read local file") as info:

@@ -147,7 +147,7 @@ def test_default_zstd_level_is_one() -> None:
 def test_copy_with_the_pipeline_reads_back(tmp_path) -> None:
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
     log = log_bytes(20_500)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     assert read(rsm, md, 0) == log
     assert read(rsm, md, 999, 15_001) == log[999:15_002]
@@ -159,7 +159,7 @@ def test_long_read_of_a_plain_log_is_one_ranged_read_past_the_cache(tmp_path) ->
                                          "fetch.chunk.download.threads": "2"})
     store = counting(rsm)
     log = log_bytes(10_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     store.gets.clear()
     assert read(rsm, md, 0) == log
@@ -178,7 +178,7 @@ def test_prefetch_reads_spans_of_chunks_with_one_ranged_read(tmp_path) -> None:
                                          "fetch.chunk.cache.prefetch.max.size": "4000"})
     store = counting(rsm)
     log = log_bytes(10_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     store.gets.clear()
     rsm.prefetch(md, 1000, 6000)  # chunks 1..6: one span
@@ -195,7 +195,7 @@ def test_sequential_window_slides_on_in_spans(tmp_path) -> None:
                                          "fetch.chunk.cache.prefetch.max.size": "4000"})
     store = counting(rsm)
     log = log_bytes(20_000)
-    md = new_md()
+    md = new_md(size=len(log))
     rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
     store.gets.clear()
     for start in range(0, 20_000, 500):

@@ -69,6 +69,7 @@ def test_every_data_path_key_has_a_row_with_its_real_default() -> None:
         "compression.heuristic.enabled": defaults.compression_heuristic,
         "compression.zstd.level": defaults.zstd_level,
         "encryption.enabled": defaults.encryption,
+        "encryption.plaintext.segments.readable": defaults.plaintext_segments_readable,
         "fetch.chunk.cache.class": defaults.cache.kind,
         "fetch.chunk.cache.size": defaults.cache.size,
         "fetch.chunk.cache.retention.ms": defaults.cache.retention_ms,

@@ -80,9 +80,10 @@ def segment(folder: Path, log_size: int = 20_000, index_size: int = 200) -> LogS
                           folder / "snap", EPOCHS + MARKER)
 
 
-def new_md(start: int = 0) -> RemoteLogSegmentMetadata:
+def new_md(start: int = 0, size: int = 20_000) -> RemoteLogSegmentMetadata:
+    """Metadata of a segment whose log has ``size`` bytes (``segment``'s default)."""
     return RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(TP), start, start + 9, 1, 0, 1,
-                                    1000, {0: start})
+                                    size, {0: start})
 
 
 def read(rsm: Any, md: RemoteLogSegmentMetadata, start: int = 0, end: int | None = None
@@ -151,7 +152,7 @@ def test_a_flipped_byte_in_any_stored_chunk_is_detected(tmp_path, keys):
     root = tmp_path / "tier"
     settings = {"chunk.size": "1000", **key_settings(keys, "k1", "k1")}
     writer = make_rsm(root, **settings)
-    md = new_md()
+    md = new_md(size=5000)
     writer.copy_log_segment_data(md, segment(tmp_path / "seg", log_size=5000))
     chunks = writer.read_manifest(md).chunks
     log_path = root / writer.object_key(md, ObjectKind.LOG)
