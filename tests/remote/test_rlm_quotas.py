@@ -236,3 +236,30 @@ def test_remote_reads_are_skipped_without_error_over_the_fetch_quota(tmp_path) -
             break
         time.sleep(0.2)
     assert code == 0 and records
+
+
+def test_a_remote_read_reserves_its_budget_and_is_charged_what_it_fetched(tmp_path) -> None:
+    import pytest
+
+    from kafka_tiers.api import RemoteResourceNotFoundError
+
+    broker, _store, _rec = make_broker(tmp_path, **{"remote.log.reader.threads": "1"})
+    broker.create_topic("t", 1, {"remote.storage.enable": "true", "segment.bytes": "2048",
+                                 "local.retention.bytes": "0"})
+    tp = TopicPartition("t", 0)
+    produce(broker, tp, 0, 30)
+    broker.run_tiering()
+    rlm = broker.rlm
+    total = rlm.fetch_quota._rate.total
+    with pytest.raises(RemoteResourceNotFoundError):
+        rlm.read(tp, 10 ** 6, 1 << 20)
+    assert total() == 0  # a failed read's reservation is taken back
+    gate = threading.Event()
+    rlm.reader.submit(gate.wait)  # the only reader thread is busy: the read queues
+    future = rlm.submit_read(tp, 0, 5000)
+    assert total() == 5000  # reserved as it starts
+    assert future.cancel()
+    gate.set()
+    assert total() == 0  # cancelled before it ran: nothing charged
+    result = rlm.read(tp, 0, 100)
+    assert total() == result.bytes_fetched > 0  # charged what it fetched, not its budget
