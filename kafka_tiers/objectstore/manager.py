@@ -587,8 +587,9 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         """The transform of a new segment and its wrapped data key (None: not encrypted).
 
         Raises:
-            RemoteStorageError: the log cannot be read, or ``chunk.size`` would cut it into
-                more than :data:`MAX_CHUNKS` chunks (not retriable).
+            RemoteStorageError: the log cannot be read, its size is not the metadata's
+                ``segment_size_in_bytes``, or ``chunk.size`` would cut it into more than
+                :data:`MAX_CHUNKS` chunks (not retriable).
         """
         settings = self._settings
         sid = metadata.segment_id
@@ -598,6 +599,12 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             raise RemoteStorageError(
                 f"cannot read local file {log_path}: {exc.strerror or exc}",
                 segment_id=sid, retriable=False) from None
+        if length != metadata.segment_size_in_bytes:
+            raise RemoteStorageError(
+                f"segment {metadata.remote_log_segment_id}: its log {log_path} has {length} "
+                f"bytes, its metadata's segment_size_in_bytes {metadata.segment_size_in_bytes} "
+                "(a manifest's chunk index must hold the segment's size)",
+                segment_id=sid, retriable=False)
         if -(-length // settings.chunk_size) > MAX_CHUNKS:
             raise RemoteStorageError(
                 f"segment {metadata.remote_log_segment_id} of {length} bytes would be "
@@ -1130,9 +1137,9 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         if self._manifests_cache is not None:
             self._manifests_cache.discard(keys[ObjectKind.MANIFEST])
         loader = self._loader
-        if loader is not None and loader.cache is not None:
-            loader.cache.discard_prefix(keys[ObjectKind.LOG] + "#")
-            loader.cache.discard_prefix(keys[ObjectKind.INDEXES] + "#")
+        if loader is not None:  # through the loader: downloads in flight keep nothing
+            loader.discard_prefix(keys[ObjectKind.LOG] + "#")
+            loader.discard_prefix(keys[ObjectKind.INDEXES] + "#")
         with self._reads_lock:
             self._last_reads.pop(keys[ObjectKind.LOG], None)
 
@@ -1324,8 +1331,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             for key in manifests:
                 self._manifests_cache.discard(key)
         loader = self._loader
-        if loader is not None and loader.cache is not None:
-            loader.cache.discard_prefix(prefix)
+        if loader is not None:  # through the loader: downloads in flight keep nothing
+            loader.discard_prefix(prefix)
         self._delete(manifests)
         self._delete([k for k in keys if k not in set(manifests)])
 

@@ -311,3 +311,13 @@ def test_a_chunk_index_must_hold_the_segments_size(tmp_path) -> None:
         SegmentManifest.from_json(json.dumps(doc).encode())
     assert SegmentManifest.from_json(raw).chunks.original_size == SIZE  # type: ignore[union-attr]
 
+
+
+def test_a_copy_whose_log_is_not_the_segments_size_is_refused(tmp_path) -> None:
+    """Else its manifest would be unreadable (its chunk index must hold the size)."""
+    rsm = make_rsm(tmp_path / "tier", **{"compression.enabled": "true"})
+    with pytest.raises(RemoteStorageError, match="segment_size_in_bytes 5001") as err:
+        rsm.copy_log_segment_data(new_md(size=SIZE + 1), segment(tmp_path / "seg",
+                                                                  log_size=SIZE))
+    assert not err.value.retriable
+    assert [p for p in (tmp_path / "tier").rglob("*") if p.is_file()] == []
