@@ -1137,9 +1137,9 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         if self._manifests_cache is not None:
             self._manifests_cache.discard(keys[ObjectKind.MANIFEST])
         loader = self._loader
-        if loader is not None:  # through the loader: downloads in flight keep nothing
-            loader.discard_prefix(keys[ObjectKind.LOG] + "#")
-            loader.discard_prefix(keys[ObjectKind.INDEXES] + "#")
+        if loader is not None and loader.cache is not None:
+            loader.cache.discard_prefix(keys[ObjectKind.LOG] + "#")
+            loader.cache.discard_prefix(keys[ObjectKind.INDEXES] + "#")
         with self._reads_lock:
             self._last_reads.pop(keys[ObjectKind.LOG], None)
 
@@ -1331,8 +1331,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             for key in manifests:
                 self._manifests_cache.discard(key)
         loader = self._loader
-        if loader is not None:  # through the loader: downloads in flight keep nothing
-            loader.discard_prefix(prefix)
+        if loader is not None and loader.cache is not None:
+            loader.cache.discard_prefix(prefix)
         self._delete(manifests)
         self._delete([k for k in keys if k not in set(manifests)])
 
