@@ -30,7 +30,7 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 
@@ -85,6 +85,10 @@ class _Flight:
         self.by_pool = False  # and that thread is a pool thread
         self.prefetch = prefetch
         self.queued = False  # waits in a pool queue, not yet taken
+
+
+#: A chunk claimed by a streaming reader (:meth:`ChunkLoader.claim_for_stream`).
+StreamClaim = _Flight
 
 
 class _Span:
@@ -423,6 +427,63 @@ class ChunkLoader:
                 log.warning("cannot start a chunk download thread: %s", exc)
         self._work.notify()
 
+    def claim_for_stream(self, items: Sequence[tuple[str, Load]]) -> list[StreamClaim | None]:
+        """Claim for a streaming reader (one read running through contiguous chunks) the
+        ``items`` neither cached nor in flight: each claimed key is in flight at once and
+        taken (readers of it wait for the stream, they never load it themselves until the
+        stream hands it off). Returns, per item in order, its claim or None (cached, in
+        flight, or the loader closed). Every claim must end in :meth:`hand_off` or
+        :meth:`release`."""
+        wanted = [self.cache is None or not self.cache.contains(key) for key, _ in items]
+        claims: list[StreamClaim | None] = []
+        with self._lock:
+            for index, (key, load) in enumerate(items):
+                if self._closed or not wanted[index] or key in self._inflight:
+                    claims.append(None)
+                    continue
+                flight, _ = self._claim(key, load, prefetch=True)
+                flight.started = flight.by_pool = True
+                self._prefetches += 1
+                claims.append(flight)
+        return claims
+
+    def hand_off(self, claim: StreamClaim, load: Load) -> None:
+        """Finish a claim of :meth:`claim_for_stream` with ``load`` (e.g. decoding the bytes
+        the stream read) on the pool, ahead of prefetches, or on the first reader that needs
+        it before a pool thread takes it; so the stream reads on while chunks decode in
+        parallel."""
+        with self._lock:
+            if claim.future.done() or self._inflight.get(claim.key) is not claim:
+                return
+            if self._closed:
+                closed = True
+            else:
+                closed = False
+                claim.load = load
+                claim.started = claim.prefetch = False  # a reader's load: ahead of prefetches
+                self._enqueue(claim)
+        if closed:
+            _settle(claim.future, error=RetriableRemoteStorageError(
+                f"the chunk loader closed while {claim.key} was loading"))
+
+    def release(self, claims: Iterable[StreamClaim]) -> None:
+        """Hand claims the stream will not answer (it failed or was closed) to the pool as
+        readers' loads, each with its own load (the fallback to chunk reads); when the loader
+        is closed their waiters get :class:`RetriableRemoteStorageError`."""
+        failed: list[_Flight] = []
+        with self._lock:
+            for flight in claims:
+                if flight.future.done() or self._inflight.get(flight.key) is not flight:
+                    continue
+                if self._closed:
+                    failed.append(flight)
+                    continue
+                flight.started = flight.by_pool = flight.prefetch = False
+                self._enqueue(flight)
+        for flight in failed:
+            _settle(flight.future, error=RetriableRemoteStorageError(
+                f"the chunk loader closed while {flight.key} was loading"))
+
     def get_many(self, items: Sequence[tuple[str, Load]]) -> list[bytes]:
         """The chunks of ``items``, in the order given: cached ones from the cache, the others
         downloaded in parallel (up to ``threads`` at once on the pool, and on this thread,
@@ -484,4 +545,4 @@ def _settle(future: Future[bytes], *, data: bytes | None = None,
         pass
 
 
-__all__ = ["ChunkLoader", "Load", "LoaderStats", "SpanLoad"]
+__all__ = ["ChunkLoader", "Load", "LoaderStats", "SpanLoad", "StreamClaim"]

@@ -103,6 +103,7 @@ from kafka_tiers.objectstore.manifest import (
 )
 from kafka_tiers.objectstore.manifest_cache import ManifestCache
 from kafka_tiers.objectstore.segment_stream import ChunkedSegmentStream
+from kafka_tiers.objectstore.sequential_read import ReadAheadStream, ReadAheadStreams
 from kafka_tiers.objectstore.streams import (
     COPY_CHUNK,
     CopyCancelled,
@@ -196,6 +197,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         self._manifests_cache = None
         self._reads_lock = threading.Lock()
         self._last_reads: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._read_ahead = ReadAheadStreams()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -299,6 +301,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 store.close()
 
     def _close_data_path(self) -> None:
+        self._read_ahead.close()
         loader, self._loader = self._loader, None
         self._manifests_cache = None
         if loader is not None:
@@ -878,6 +881,20 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         """The original bytes of the chunks ``first..end-1``, one after the other as they
         arrive, read with one ranged read of their stored bytes (each checked and decoded
         as the single-chunk load does)."""
+        for number, raw in zip(range(first, end), self._stored_span(segment, first, end),
+                               strict=False):
+            yield self._decode_chunk(segment, number, raw)
+
+    def _decode_chunk(self, segment: _Segment, number: int, raw: bytes) -> bytes:
+        """The original bytes of chunk ``number`` from its stored bytes ``raw`` (checked)."""
+        if segment.transform.identity:
+            return raw
+        start, limit = segment.chunks.original_range(number)
+        return segment.transform.decode(log_label(number), raw, limit - start)
+
+    def _stored_span(self, segment: _Segment, first: int, end: int) -> Iterator[bytes]:
+        """The stored bytes of the chunks ``first..end-1``, one after the other as they
+        arrive, read with one ranged read (a short object is an error)."""
         chunks = segment.chunks
         sid = segment.transform.segment_id
         begin, stop = chunks.stored_range(first)[0], chunks.stored_range(end - 1)[1]
@@ -891,12 +908,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         try:
             for number in range(first, end):
                 low, high = chunks.stored_range(number)
-                raw = _read_exactly(reader, high - low)
-                if segment.transform.identity:
-                    yield raw
-                    continue
-                start, limit = chunks.original_range(number)
-                yield segment.transform.decode(log_label(number), raw, limit - start)
+                yield _read_exactly(reader, high - low)
         finally:
             reader.close()
 
@@ -940,12 +952,15 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         last = size - 1 if end_position is None else min(end_position, size - 1)
         loader = self.chunk_loader
         numbers = segment.chunks.chunks_for(start_position, last)
-        if self._sequential(segment.log_key, start_position):
+        long_plain = segment.transform.identity and len(numbers) > self._settings.download_threads
+        sequential = self._sequential(segment.log_key, start_position)
+        if not long_plain and not self._read_ahead_for(segment, numbers, sequential) \
+                and sequential:
             self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size,
                                  after=numbers[-1])
         sid = metadata.segment_id
         chunks = segment.chunks
-        if segment.transform.identity and len(numbers) > self._settings.download_threads:
+        if long_plain:
             # a long read of a plain log: one ranged read streamed as it is (the bytes
             # stored are the original ones), not a window of ranged reads after another
             # through the cache (which would only evict the chunks short reads reuse)
@@ -999,17 +1014,51 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             functools.partial(self._record_read, segment.log_key, start_position))
         return io.BufferedReader(stream, buffer_size=COPY_CHUNK)
 
+    def _read_ahead_for(self, segment: _Segment, numbers: Sequence[int],
+                        sequential: bool) -> bool:
+        """Let the segment's read-ahead stream serve a read of the chunks ``numbers``: advance
+        the stream open on the segment, or (a sequential read) open one from the first of
+        ``numbers`` neither cached nor loading, to the segment's end. Returns whether a stream
+        serves the read (then no span prefetch is needed). Needs a chunk cache."""
+        loader = self.chunk_loader
+        if loader.cache is None:
+            return False
+        stream = self._read_ahead.get(segment.log_key)
+        if stream is not None and stream.serves(numbers[0]) and stream.advance(numbers[-1]):
+            return True
+        if not sequential:
+            return False
+        count = segment.chunks.count
+        ahead = self._read_ahead_chunks()
+        reach = range(numbers[0], min(count, numbers[-1] + 1 + max(1, ahead)))
+        first = next((n for n in reach if loader.absent([f"{segment.log_key}#{n}"])), None)
+        if first is None:  # all cached or loading: nothing for a stream to read yet
+            return False
+
+        def make(on_end: Callable[[ReadAheadStream], None]) -> ReadAheadStream:
+            return ReadAheadStream(
+                loader, lambda i, j: self._chunk_items(segment, range(i, j)),
+                lambda i, j: self._stored_span(segment, i, j),
+                functools.partial(self._decode_chunk, segment), first, count, ahead,
+                self._read_ahead.idle_s, on_end)
+
+        return self._read_ahead.open(segment.log_key, numbers[0], make).advance(numbers[-1])
+
+    def _read_ahead_chunks(self) -> int:
+        """Chunks a read-ahead stream reads past the reader: ``prefetch.max.size`` in chunks
+        (0: none, the stream reads only the chunks readers ask for)."""
+        settings = self._settings
+        return max(0, -(-settings.cache.prefetch_max_size // settings.chunk_size))
+
     def _sequential(self, log_key: str, start: int) -> bool:
         """Whether a read of ``log_key`` from ``start`` continues the previous one (it starts
         within what the previous read consumed, past its start)."""
-        if self._settings.cache.prefetch_max_size <= 0:
-            return False
         with self._reads_lock:
             previous = self._last_reads.get(log_key)
         return previous is not None and previous[0] < start <= previous[1]
 
     def _record_read(self, log_key: str, start: int, consumed: int) -> None:
-        if self._settings.cache.prefetch_max_size <= 0 or consumed <= 0:
+        if consumed <= 0:
             return
         with self._reads_lock:
             self._last_reads[log_key] = (start, start + consumed)
@@ -1142,6 +1191,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             loader.cache.discard_prefix(keys[ObjectKind.INDEXES] + "#")
         with self._reads_lock:
             self._last_reads.pop(keys[ObjectKind.LOG], None)
+        self._read_ahead.close_key(keys[ObjectKind.LOG])
 
     def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
         keys = self._all_keys(metadata)
