@@ -22,6 +22,10 @@ The rules it keeps:
 - :meth:`~ChunkLoader.close` never waits for a download: every reader still waiting gets a
   :class:`~kafka_tiers.api.errors.RetriableRemoteStorageError` at once, downloads still
   running finish on their own thread and keep nothing.
+- A forgotten segment stays forgotten: :meth:`~ChunkLoader.discard_prefix` drops the cached
+  chunks under a prefix, and a download of such a chunk that was already in flight answers
+  its readers but is not kept (nor kept and then left behind: a put racing the discard is
+  discarded again), so a deleted or rekeyed segment leaves no dead chunks in the cache.
 """
 
 from __future__ import annotations
@@ -75,10 +79,11 @@ class LoaderStats:
 class _Flight:
     """One load of one key: its future, and whether a thread has taken it."""
 
-    __slots__ = ("by_pool", "future", "key", "load", "prefetch", "queued", "started")
+    __slots__ = ("by_pool", "epoch", "future", "key", "load", "prefetch", "queued", "started")
 
-    def __init__(self, key: str, load: Load, prefetch: bool) -> None:
+    def __init__(self, key: str, load: Load, prefetch: bool, epoch: int = 0) -> None:
         self.key = key
+        self.epoch = epoch  # the loader's discard count when the flight was made
         self.load = load
         self.future: Future[bytes] = Future()
         self.started = False  # a thread has taken it (it runs or ran)
@@ -131,6 +136,9 @@ class ChunkLoader:
         self._queued_prefetches = 0
         self._closed = False
         self._prefetched: OrderedDict[str, None] = OrderedDict()
+        # discard_prefix calls that flights in flight may predate: (sequence number, prefix)
+        self._discard_seq = 0
+        self._discards: list[tuple[int, str]] = []
         self._downloads = self._failures = 0
         self._prefetches = self._dropped = self._prefetch_hits = 0
 
@@ -163,7 +171,7 @@ class ChunkLoader:
         flight = self._inflight.get(key)
         if flight is not None:
             return flight, False
-        flight = _Flight(key, load, prefetch)
+        flight = _Flight(key, load, prefetch, self._discard_seq)
         self._inflight[key] = flight
         return flight, True
 
@@ -256,14 +264,32 @@ class ChunkLoader:
                     raise
             index = end
 
+    def _discarded_since(self, flight: _Flight) -> str | None:
+        """A prefix of ``flight``'s key discarded after the flight was made, or None (lock
+        held)."""
+        for seq, prefix in reversed(self._discards):
+            if seq <= flight.epoch:
+                return None
+            if flight.key.startswith(prefix):
+                return prefix
+        return None
+
     def _finish(self, flight: _Flight, data: bytes) -> None:
-        """Answer ``flight``'s waiters with ``data``, cache it and free the key."""
+        """Answer ``flight``'s waiters with ``data``, cache it (unless its key was discarded
+        since the flight was made) and free the key."""
         _settle(flight.future, data=data)  # waiters go on while the cache writes
         if self.cache is not None and not self._closed:
-            try:
-                self.cache.put(flight.key, data)
-            except Exception as exc:  # a cache that fails must not fail the read
-                log.warning("chunk cache put of %s failed: %s", flight.key, exc)
+            with self._lock:
+                stale = self._discarded_since(flight)
+            if stale is None:
+                try:
+                    self.cache.put(flight.key, data)
+                except Exception as exc:  # a cache that fails must not fail the read
+                    log.warning("chunk cache put of %s failed: %s", flight.key, exc)
+                with self._lock:  # a discard that ran during the put: undo the put
+                    stale = self._discarded_since(flight)
+                if stale is not None:
+                    self._discard_cached(stale)
         self._free(flight)
         with self._lock:
             self._downloads += 1
@@ -513,6 +539,28 @@ class ChunkLoader:
                 here = here and not mine
             slots.append(flight)
         return [slot if isinstance(slot, bytes) else self._wait(slot) for slot in slots]
+
+    def discard_prefix(self, prefix: str) -> int:
+        """Drop the cached chunks whose keys start with ``prefix`` (a deleted or rekeyed
+        segment's), and keep none of them from downloads already in flight (module
+        docstring); returns how many cached chunks were dropped. Idempotent."""
+        with self._lock:
+            self._discard_seq += 1
+            oldest = min((f.epoch for f in self._inflight.values()), default=self._discard_seq)
+            # a discard no flight in flight predates can no longer matter
+            self._discards = [d for d in self._discards if d[0] > oldest]
+            if self._inflight:
+                self._discards.append((self._discard_seq, prefix))
+        return self._discard_cached(prefix)
+
+    def _discard_cached(self, prefix: str) -> int:
+        if self.cache is None:
+            return 0
+        try:
+            return self.cache.discard_prefix(prefix)
+        except Exception as exc:  # as a failed put: the chunks are then only dead weight
+            log.warning("chunk cache discard of %s failed: %s", prefix, exc)
+            return 0
 
     def close(self) -> None:
         """Stop the pool without waiting for it: queued loads are dropped, every reader

@@ -11,6 +11,13 @@ What it writes and what it deletes:
 - A chunk is written to ``kt-chunk-<hash>.<random>.tmp`` and renamed into place, so a reader
   never sees a partial file (a crash leaves at most a temporary file). Files are not fsynced:
   the index lives in memory, and a cache that lost a file only misses.
+- One live cache per directory: the cache holds an exclusive ``flock`` on the directory
+  itself (no lock file is made) from its start to :meth:`DiskChunkCache.close`; a second cache
+  on the same ``fetch.chunk.cache.path`` (another broker, a command given the broker's
+  settings, a second manager in one process) is refused with a ConfigError instead of
+  deleting the first one's files. The operating system drops the lock when a process dies, so
+  a crashed broker's restart is not refused. Where the file system cannot lock (some network
+  file systems) the cache warns once and goes on unlocked.
 - On start the cache deletes the files of an earlier run it can prove are its own: names of
   exactly its two patterns, regular files (not symlinks, not directories), owned by this
   process's user. Nothing else in the directory is ever touched, so pointing the path at a
@@ -28,6 +35,7 @@ temporary files of writes in flight (at most one chunk per writing thread) come 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -87,8 +95,8 @@ class DiskChunkCache(ChunkCache):
         clock: seconds (monotonic), for tests.
 
     Raises:
-        ConfigError: ``path`` cannot be made, is not a directory, or a file cannot be created
-            in it (the error names ``fetch.chunk.cache.path``).
+        ConfigError: ``path`` cannot be made, is not a directory, a file cannot be created in
+            it, or another live cache holds it (the error names ``fetch.chunk.cache.path``).
         ValueError: a bound below 1.
 
     Thread-safe: the index is guarded by one lock; file contents are read and written outside
@@ -114,8 +122,14 @@ class DiskChunkCache(ChunkCache):
         self._hits = self._misses = self._evictions = 0
         self._closed = False
         self._last_warning = float("-inf")
+        self._lock_fd: int | None = None
         self._prepare_directory()
-        removed = self._remove_earlier_files()
+        self._lock_directory()
+        try:
+            removed = self._remove_earlier_files()
+        except BaseException:
+            self._unlock_directory()
+            raise
         if removed:
             log.info("chunk cache %s: deleted %d file(s) of an earlier run", self.path, removed)
 
@@ -152,6 +166,40 @@ class DiskChunkCache(ChunkCache):
             os.unlink(probe)
         except OSError as exc:
             raise self._unusable(f"cannot write a file in it: {exc.strerror or exc}") from None
+
+    def _lock_directory(self) -> None:
+        """Take the directory's exclusive lock (module docstring), held until :meth:`close`.
+
+        Raises:
+            ConfigError: another live cache holds it.
+        """
+        try:
+            import fcntl
+        except ImportError:  # no flock on this platform: one cache per directory by convention
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+        except OSError as exc:
+            raise self._unusable(f"cannot open it: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise ConfigError(
+                    f"{PATH_KEY} {self.path!r} is in use by another live chunk cache (another "
+                    f"broker, or a command given a broker's settings): give each its own "
+                    f"{PATH_KEY}", key=PATH_KEY, value=self.path,
+                    expected="a directory no other chunk cache uses") from None
+            log.warning("chunk cache %s: cannot lock the directory (%s); make sure no other "
+                        "chunk cache uses it", self.path, exc.strerror or exc)
+            return
+        self._lock_fd = fd
+
+    def _unlock_directory(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
 
     def _remove_earlier_files(self) -> int:
         """Delete the chunk and temporary files a cache left here (only those provably its
@@ -323,12 +371,13 @@ class DiskChunkCache(ChunkCache):
                               self._bytes, self.max_bytes)
 
     def close(self) -> None:
-        """Delete every chunk file this cache wrote; later gets miss and puts keep nothing.
-        Idempotent."""
+        """Delete every chunk file this cache wrote and release the directory's lock; later
+        gets miss and puts keep nothing. Idempotent."""
         with self._lock:
             self._closed = True
             for key in list(self._entries):
                 self._drop(key)
+            self._unlock_directory()
 
     def __repr__(self) -> str:
         return f"DiskChunkCache({self.path!r}, max_bytes={self.max_bytes})"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import random
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -247,11 +249,21 @@ def test_disk_modes_are_0700_and_0600(tmp_path: Path) -> None:
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
 
 
+CRASHING_CACHE = """
+import os, sys
+from kafka_tiers.objectstore.disk_chunk_cache import DiskChunkCache
+first = DiskChunkCache(sys.argv[1], 1000)
+first.put("a#0", b"a" * 10)
+first.put("b#0", b"b" * 10)
+os._exit(0)  # no close(): the broker crashed (the OS drops its lock on the directory)
+"""
+
+
 def test_disk_restart_deletes_only_its_own_files(tmp_path: Path) -> None:
     directory = tmp_path / "c"
-    first = DiskChunkCache(directory, 1000)
-    first.put("a#0", b"a" * 10)
-    first.put("b#0", b"b" * 10)
+    subprocess.run([sys.executable, "-c", CRASHING_CACHE, str(directory)], check=True,
+                   timeout=60)
+    assert len(own_files(directory)) == 2
     # an earlier run's temporary file, and things that are not the cache's
     temp = directory / f"kt-chunk-{'1' * 64}.{'2' * 16}.tmp"
     temp.write_bytes(b"partial")
@@ -276,6 +288,43 @@ def test_disk_restart_deletes_only_its_own_files(tmp_path: Path) -> None:
     second.put("c#0", b"c")
     second.close()  # deletes what it wrote, nothing else
     assert sorted(p.name for p in directory.iterdir()) == left
+
+
+def test_a_second_live_cache_on_the_directory_is_refused_and_deletes_nothing(
+        tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    first = DiskChunkCache(directory, 1000)
+    first.put("a#0", b"a" * 10)
+    before = own_files(directory)
+    with pytest.raises(ConfigError) as err:
+        DiskChunkCache(directory, 1000)
+    assert err.value.key == "fetch.chunk.cache.path" and "\n" not in str(err.value)
+    assert "in use by another live chunk cache" in str(err.value)
+    assert str(directory) in str(err.value)
+    assert own_files(directory) == before and first.get("a#0") == b"a" * 10
+    # another process (a broker, a command with the broker's settings) is refused too
+    ran = subprocess.run([sys.executable, "-c", CRASHING_CACHE, str(directory)],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0 and "in use by another live chunk cache" in ran.stderr
+    assert own_files(directory) == before
+    first.close()  # releases the directory
+    second = DiskChunkCache(directory, 1000)
+    second.close()
+
+
+def test_a_second_manager_on_the_brokers_cache_path_is_refused(tmp_path: Path) -> None:
+    from kafka_tiers.remote.local import LocalRemoteStorageManager
+
+    settings = {"dir": str(tmp_path / "tier"), "fetch.chunk.cache.class": "disk",
+                "fetch.chunk.cache.path": str(tmp_path / "cache")}
+    broker = LocalRemoteStorageManager()
+    broker.configure(settings)
+    other = LocalRemoteStorageManager()
+    with pytest.raises(ConfigError, match="in use by another live chunk cache"):
+        other.configure(settings)
+    broker.close()
+    other.configure(settings)  # free again
+    other.close()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "grow", "delete"])
@@ -644,3 +693,102 @@ def test_close_ends_the_pool_threads() -> None:
     while time.monotonic() < deadline and pool_threads():
         time.sleep(0.01)
     assert not pool_threads()
+
+
+# -- a segment forgotten while its chunks download -------------------------------------------
+
+
+def test_a_download_in_flight_during_a_discard_is_not_kept() -> None:
+    cache = MemoryChunkCache(1 << 20)
+    loader = ChunkLoader(cache, threads=2)
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> bytes:
+        started.set()
+        assert release.wait(WAIT)
+        return b"old"
+
+    results, errors = [], []
+    reader = threading.Thread(target=lambda: results.append(loader.get("seg.log#0", slow)))
+    reader.start()
+    assert started.wait(WAIT)
+    cache.put("seg.log#1", b"cached")
+    assert loader.discard_prefix("seg.log#") == 1  # the segment is deleted meanwhile
+    release.set()
+    reader.join(WAIT)
+    assert results == [b"old"] and not errors  # the reader still gets its bytes
+    assert not cache.contains("seg.log#0") and cache.stats().entries == 0
+    # a download that starts after the discard is kept, and another prefix never affected
+    assert loader.get("seg.log#0", lambda: b"new") == b"new" and cache.contains("seg.log#0")
+    loader.close()
+
+
+class DiscardingDuringPut(MemoryChunkCache):
+    """Runs a discard of the loader while a put of a chunk is being written."""
+
+    loader: ChunkLoader
+
+    def put(self, key: str, data: bytes) -> None:
+        self.loader.discard_prefix("seg.log#")  # lands before this put has stored
+        super().put(key, data)
+
+
+def test_a_put_racing_a_discard_is_undone() -> None:
+    cache = DiscardingDuringPut(1 << 20)
+    loader = cache.loader = ChunkLoader(cache)
+    assert loader.get("seg.log#0", lambda: b"x") == b"x"
+    assert not cache.contains("seg.log#0")
+    assert loader.get("other.log#0", lambda: b"y") == b"y"
+    assert cache.contains("other.log#0")  # not under the discarded prefix
+    loader.close()
+
+
+def test_a_segment_deleted_while_its_chunk_downloads_leaves_nothing_cached(
+        tmp_path: Path) -> None:
+    from kafka_tiers.api.cluster import TopicPartition
+    from kafka_tiers.api.storage import (
+        LogSegmentData,
+        RemoteLogSegmentId,
+        RemoteLogSegmentMetadata,
+    )
+    from kafka_tiers.remote.local import LocalRemoteStorageManager
+
+    rsm = LocalRemoteStorageManager()
+    rsm.configure({"dir": str(tmp_path / "tier"), "chunk.size": "100"})
+    seg = tmp_path / "seg"
+    seg.mkdir()
+    (seg / "log").write_bytes(b"L" * 300)
+    for name in ("index", "time", "txn", "snap"):
+        (seg / name).write_bytes(b"\0" * 8)
+    md = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(TopicPartition("t", 0)), 0, 9,
+                                  1, 0, 1, 300, {0: 0})
+    rsm.copy_log_segment_data(md, LogSegmentData(seg / "log", seg / "index", seg / "time",
+                                                 seg / "txn", seg / "snap", b"0\n1\n0 0\n"))
+    store = rsm.object_store
+    real_get = store.get
+    opened, release = threading.Event(), threading.Event()
+
+    def get_then_wait(key: str, byte_range: object = None) -> object:
+        stream = real_get(key, byte_range)  # opened: its bytes come even after the delete
+        if key.endswith(".log"):
+            opened.set()
+            assert release.wait(WAIT)
+        return stream
+
+    store.get = get_then_wait  # type: ignore[method-assign]
+    read: list[bytes] = []
+
+    def fetch() -> None:
+        with rsm.fetch_log_segment(md, 0, 99) as stream:
+            read.append(stream.read())
+
+    reader = threading.Thread(target=fetch)
+    reader.start()
+    assert opened.wait(WAIT)
+    rsm.delete_log_segment_data(md)
+    release.set()
+    reader.join(WAIT)
+    assert read == [b"L" * 100]
+    cache = rsm.chunk_loader.cache
+    assert cache is not None and cache.stats().entries == 0
+    rsm.close()
