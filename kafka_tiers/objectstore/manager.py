@@ -877,16 +877,6 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         start, stop = chunks.original_range(number)
         return segment.transform.decode(log_label(number), raw, stop - start)
 
-    def _load_chunk_prefix(self, segment: _Segment, number: int, prefix: int) -> bytes:
-        """The first ``prefix`` original bytes of chunk ``number`` (its stored bytes read
-        whole: an encrypted chunk's tag covers all of them; see ``decode_prefix``)."""
-        chunks = segment.chunks
-        first, end = chunks.stored_range(number)
-        raw = self._read_range(segment.log_key, first, end, chunks.stored_size,
-                               segment.transform.segment_id)
-        start, stop = chunks.original_range(number)
-        return segment.transform.decode_prefix(log_label(number), raw, stop - start, prefix)
-
     def _load_span(self, segment: _Segment, first: int, end: int) -> Iterator[bytes]:
         """The original bytes of the chunks ``first..end-1``, one after the other as they
         arrive, read with one ranged read of their stored bytes (each checked and decoded
@@ -964,8 +954,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         numbers = segment.chunks.chunks_for(start_position, last)
         long_plain = segment.transform.identity and len(numbers) > self._settings.download_threads
         sequential = self._sequential(segment.log_key, start_position)
-        streamed = not long_plain and self._read_ahead_for(segment, numbers, sequential)
-        if not long_plain and not streamed and sequential:
+        if not long_plain and not self._read_ahead_for(segment, numbers, sequential) \
+                and sequential:
             self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size,
                                  after=numbers[-1])
         sid = metadata.segment_id
@@ -984,31 +974,21 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 functools.partial(self._record_read, log_key, start_position)),
                 buffer_size=COPY_CHUNK)
 
-        one_off = start_position > 0 and not sequential and not streamed
-
         def load(batch: Sequence[int]) -> list[bytes | memoryview]:
             """The original bytes of ``batch``'s chunks, trimmed to the range. A chunk of an
             identity layout the range covers only in part is read alone (exactly the bytes
             wanted, not cached) unless it is cached: one batch of a big plain segment costs
-            its own size, not a chunk's. Likewise a chunk of an encrypted compressed layout
-            whose prefix only a one-off read (inside the segment, not continuing a previous
-            read) needs is decoded only as far as that prefix (its tag still checks all of it),
-            and not cached."""
+            its own size, not a chunk's."""
             wanted: list[int] = []
             partial: dict[int, tuple[int, int]] = {}
-            prefixes: dict[int, int] = {}
             for n in batch:
                 begin, end = chunks.original_range(n)
                 first, stop = max(begin, start_position), min(end, last + 1)
-                if (first, stop) != (begin, end) and (
-                        segment.transform.identity or (one_off and first == begin)):
-                    key = f"{segment.log_key}#{n}"
-                    cached = loader.cache.get(key) if loader.cache is not None else None
-                    if cached is None and segment.transform.identity:
+                if segment.transform.identity and (first, stop) != (begin, end):
+                    cached = (loader.cache.get(f"{segment.log_key}#{n}")
+                              if loader.cache is not None else None)
+                    if cached is None:
                         partial[n] = (first, stop)
-                        continue
-                    if cached is None and loader.absent([key]):
-                        prefixes[n] = stop - begin
                         continue
                 wanted.append(n)
             loaded = dict(zip(wanted, loader.get_many(self._chunk_items(segment, wanted)),
@@ -1019,9 +999,6 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                     first, stop = partial[n]
                     out.append(self._read_range(segment.log_key, first, stop,
                                                 chunks.stored_size, sid))
-                    continue
-                if n in prefixes:
-                    out.append(self._load_chunk_prefix(segment, n, prefixes[n]))
                     continue
                 begin, end = chunks.original_range(n)
                 data: bytes | memoryview = loaded[n]
