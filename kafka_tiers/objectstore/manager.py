@@ -877,6 +877,33 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         start, stop = chunks.original_range(number)
         return segment.transform.decode(log_label(number), raw, stop - start)
 
+    def _load_chunk_prefix(self, segment: _Segment, number: int, prefix: int
+                           ) -> bytes | None:
+        """The first ``prefix`` original bytes of chunk ``number``, decoded before the rest
+        (see ``SegmentTransform.open_chunk``), or None when the chunk is cached or loading
+        (the caller reads it as usual). The chunk is claimed in the loader while it loads
+        (readers of it wait), and the rest is decoded on the loader's pool, the whole chunk
+        cached: a reader that goes on past the prefix finds it, nothing partial is cached."""
+        loader = self.chunk_loader
+        key = f"{segment.log_key}#{number}"
+        (claim,) = loader.claim_for_stream([(key, functools.partial(
+            self._load_chunk, segment, number))])
+        if claim is None:
+            return None
+        try:
+            chunks = segment.chunks
+            first, end = chunks.stored_range(number)
+            raw = self._read_range(segment.log_key, first, end, chunks.stored_size,
+                                   segment.transform.segment_id)
+            start, stop = chunks.original_range(number)
+            decoder = segment.transform.open_chunk(log_label(number), raw, stop - start)
+            head = decoder.read(prefix)
+        except BaseException:
+            loader.release([claim])  # its waiters load it themselves
+            raise
+        loader.hand_off(claim, lambda: head + decoder.rest())
+        return head
+
     def _load_span(self, segment: _Segment, first: int, end: int) -> Iterator[bytes]:
         """The original bytes of the chunks ``first..end-1``, one after the other as they
         arrive, read with one ranged read of their stored bytes (each checked and decoded
@@ -954,8 +981,8 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         numbers = segment.chunks.chunks_for(start_position, last)
         long_plain = segment.transform.identity and len(numbers) > self._settings.download_threads
         sequential = self._sequential(segment.log_key, start_position)
-        if not long_plain and not self._read_ahead_for(segment, numbers, sequential) \
-                and sequential:
+        streamed = not long_plain and self._read_ahead_for(segment, numbers, sequential)
+        if not long_plain and not streamed and sequential:
             self._prefetch_range(segment, start_position, self._settings.cache.prefetch_max_size,
                                  after=numbers[-1])
         sid = metadata.segment_id
@@ -978,17 +1005,25 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             """The original bytes of ``batch``'s chunks, trimmed to the range. A chunk of an
             identity layout the range covers only in part is read alone (exactly the bytes
             wanted, not cached) unless it is cached: one batch of a big plain segment costs
-            its own size, not a chunk's."""
+            its own size, not a chunk's. A chunk of another layout (not cached nor loading)
+            whose prefix only the range needs is returned as soon as that prefix is decoded
+            (an encrypted chunk's tag still checks all of it), its rest decoded on the pool
+            and the whole chunk cached (``_load_chunk_prefix``)."""
             wanted: list[int] = []
             partial: dict[int, tuple[int, int]] = {}
+            prefixes: dict[int, int] = {}
             for n in batch:
                 begin, end = chunks.original_range(n)
                 first, stop = max(begin, start_position), min(end, last + 1)
-                if segment.transform.identity and (first, stop) != (begin, end):
-                    cached = (loader.cache.get(f"{segment.log_key}#{n}")
-                              if loader.cache is not None else None)
-                    if cached is None:
+                if (first, stop) != (begin, end) and (
+                        segment.transform.identity or (not streamed and first == begin)):
+                    key = f"{segment.log_key}#{n}"
+                    cached = loader.cache.get(key) if loader.cache is not None else None
+                    if cached is None and segment.transform.identity:
                         partial[n] = (first, stop)
+                        continue
+                    if cached is None and loader.absent([key]):
+                        prefixes[n] = stop - begin
                         continue
                 wanted.append(n)
             loaded = dict(zip(wanted, loader.get_many(self._chunk_items(segment, wanted)),
@@ -999,6 +1034,12 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                     first, stop = partial[n]
                     out.append(self._read_range(segment.log_key, first, stop,
                                                 chunks.stored_size, sid))
+                    continue
+                if n in prefixes:
+                    head = self._load_chunk_prefix(segment, n, prefixes[n])
+                    out.append(head if head is not None else
+                               memoryview(loader.get(*self._chunk_items(segment, [n])[0]))
+                               [:prefixes[n]])
                     continue
                 begin, end = chunks.original_range(n)
                 data: bytes | memoryview = loaded[n]
@@ -1019,9 +1060,10 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         """Let the segment's read-ahead stream serve a read of the chunks ``numbers``: advance
         the stream open on the segment, or (a sequential read) open one from the first of
         ``numbers`` neither cached nor loading, to the segment's end. Returns whether a stream
-        serves the read (then no span prefetch is needed). Needs a chunk cache."""
+        serves the read (then no span prefetch is needed). Needs a chunk cache and a
+        ``fetch.chunk.cache.prefetch.max.size`` (0: no read-ahead, no stream)."""
         loader = self.chunk_loader
-        if loader.cache is None:
+        if loader.cache is None or self._settings.cache.prefetch_max_size <= 0:
             return False
         stream = self._read_ahead.get(segment.log_key)
         if stream is not None and stream.serves(numbers[0]) and stream.advance(numbers[-1]):
@@ -1046,19 +1088,21 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
 
     def _read_ahead_chunks(self) -> int:
         """Chunks a read-ahead stream reads past the reader: ``prefetch.max.size`` in chunks
-        (0: none, the stream reads only the chunks readers ask for)."""
+        (at least one)."""
         settings = self._settings
-        return max(0, -(-settings.cache.prefetch_max_size // settings.chunk_size))
+        return max(1, -(-settings.cache.prefetch_max_size // settings.chunk_size))
 
     def _sequential(self, log_key: str, start: int) -> bool:
         """Whether a read of ``log_key`` from ``start`` continues the previous one (it starts
         within what the previous read consumed, past its start)."""
+        if self._settings.cache.prefetch_max_size <= 0:
+            return False
         with self._reads_lock:
             previous = self._last_reads.get(log_key)
         return previous is not None and previous[0] < start <= previous[1]
 
     def _record_read(self, log_key: str, start: int, consumed: int) -> None:
-        if consumed <= 0:
+        if self._settings.cache.prefetch_max_size <= 0 or consumed <= 0:
             return
         with self._reads_lock:
             self._last_reads[log_key] = (start, start + consumed)

@@ -69,7 +69,7 @@ class ReadAheadStream:
             stream reads on.
         first: the first chunk read.
         count: the segment's chunk count (the read ends at the last chunk).
-        ahead: chunks claimed and read past the last chunk a reader asked for (>= 0).
+        ahead: chunks claimed and read past the last chunk a reader asked for (>= 1).
         idle_s: seconds without :meth:`advance` after which the stream closes.
         on_end: called once with the stream when it ends (closed, failed or done).
 
@@ -85,7 +85,7 @@ class ReadAheadStream:
         self._decode = decode
         self.first = first
         self._count = count
-        self._ahead = max(0, ahead)
+        self._ahead = max(1, ahead)
         self._idle_s = idle_s
         self._on_end = on_end
         self._cond = threading.Condition()

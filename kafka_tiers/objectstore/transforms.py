@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import zstandard
 from cryptography.exceptions import InvalidTag
@@ -187,6 +188,105 @@ class SegmentTransform:
                                     segment_id=self.segment_id)
         return bytes(data)
 
+    def open_chunk(self, label: str, stored: bytes | memoryview,
+                   original_size: int) -> ChunkDecoder:
+        """A decoder of one chunk's original bytes read front to back (a read needing only a
+        prefix gets it without decompressing the rest first). An encrypted and compressed
+        chunk has its tag checked over the whole chunk here (every byte is authenticated)
+        and its zstd frame decompressed as it is read; any other chunk is decoded whole here
+        (without a tag only the whole frame's checks vouch for a part).
+
+        Raises:
+            CorruptChunkError: as :meth:`decode` (the frame's end is checked by
+                :meth:`ChunkDecoder.rest`).
+        """
+        if self.data_key is None or self.compression != ZSTD:
+            return ChunkDecoder(self.decode(label, stored, original_size), None, label, self)
+        where = f"chunk {label} of segment {self.segment_id}"
+        view = memoryview(stored)
+        if len(view) < ENCRYPTION_OVERHEAD:
+            raise CorruptChunkError(f"{where} is {len(view)} bytes: too short to be "
+                                    "encrypted", label=label, segment_id=self.segment_id)
+        try:
+            frame = AESGCM(self.data_key).decrypt(bytes(view[:NONCE_BYTES]),
+                                                  bytes(view[NONCE_BYTES:]), self._aad(label))
+        except InvalidTag:
+            raise CorruptChunkError(f"{where} fails its authentication tag: it was "
+                                    "changed or moved", label=label,
+                                    segment_id=self.segment_id) from None
+        try:
+            declared = zstandard.frame_content_size(frame[:18])
+        except zstandard.ZstdError as exc:
+            raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
+                                    label=label, segment_id=self.segment_id) from None
+        if declared != original_size:
+            raise CorruptChunkError(
+                f"{where} is a zstd frame of {declared} bytes (-1: undeclared), not the "
+                f"{original_size} its chunk index lists", label=label,
+                segment_id=self.segment_id)
+        reader = zstandard.ZstdDecompressor().stream_reader(frame, read_size=64 << 10)
+        return ChunkDecoder(reader, original_size, label, self)
+
+
+class ChunkDecoder:
+    """One chunk's original bytes, read front to back (:meth:`SegmentTransform.open_chunk`):
+    :meth:`read` the first bytes, then :meth:`rest` for all the others (checked). Not
+    thread-safe: one reader at a time."""
+
+    def __init__(self, source: bytes | Any, size: int | None, label: str,
+                 transform: SegmentTransform) -> None:
+        self._whole: bytes | None = source if size is None else None
+        self._reader: Any = None if size is None else source
+        self._size = len(source) if size is None else size
+        self._label = label
+        self._transform = transform
+        self._done = 0
+
+    def _error(self, what: str) -> CorruptChunkError:
+        t = self._transform
+        return CorruptChunkError(f"chunk {self._label} of segment {t.segment_id} {what}",
+                                 label=self._label, segment_id=t.segment_id)
+
+    def read(self, n: int) -> bytes:
+        """The next ``n`` original bytes (fewer only at the chunk's end).
+
+        Raises:
+            CorruptChunkError: the frame is damaged or ends early."""
+        n = max(0, min(n, self._size - self._done))
+        if self._whole is not None:
+            data = self._whole[self._done:self._done + n]
+        else:
+            out = bytearray()
+            try:
+                while len(out) < n:
+                    part = self._reader.read(n - len(out))
+                    if not part:
+                        break
+                    out += part
+            except zstandard.ZstdError as exc:
+                raise self._error(f"is not a valid zstd frame: {exc}") from None
+            if len(out) != n:
+                raise self._error(f"decodes to {self._done + len(out)} bytes, not "
+                                  f"{self._size}")
+            data = bytes(out)
+        self._done += n
+        return data
+
+    def rest(self) -> bytes:
+        """Every original byte not read yet; the frame must end exactly at the chunk's size.
+
+        Raises:
+            CorruptChunkError: the frame is damaged, shorter or longer."""
+        data = self.read(self._size - self._done)
+        if self._reader is not None:
+            try:
+                extra = self._reader.read(1)
+            except zstandard.ZstdError as exc:
+                raise self._error(f"is not a valid zstd frame: {exc}") from None
+            if extra:
+                raise self._error(f"decodes to more than {self._size} bytes")
+        return data
+
 
 def log_label(chunk: int) -> str:
     """The label of the log's chunk number ``chunk``."""
@@ -199,5 +299,6 @@ def index_label(kind: str) -> str:
 
 
 __all__ = ["COMPRESSIONS", "DEFAULT_ZSTD_LEVEL", "ENCRYPTION_OVERHEAD", "NONCE_BYTES",
-           "TAG_BYTES", "ZSTD", "CorruptChunkError", "SegmentTransform", "batches_compressed",
+           "TAG_BYTES", "ZSTD", "ChunkDecoder", "CorruptChunkError", "SegmentTransform",
+           "batches_compressed",
            "index_label", "log_label", "segment_context"]
