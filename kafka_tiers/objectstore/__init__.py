@@ -16,6 +16,8 @@ One concept per module:
 - :mod:`.streams`: the hashing and encoding readers of a copy and the managed stream of a
   fetch;
 - :mod:`.segment_stream`: the lazy chunked stream a fetch returns;
+- :mod:`.sequential_read`: the read-ahead streams of sequential readers (one ranged read
+  per segment, with backpressure);
 - :mod:`.manager`: :class:`ObjectStoreRemoteStorageManager`, the whole storage contract
   (commit protocol, data path, listing, orphan collection) on top of a store.
 

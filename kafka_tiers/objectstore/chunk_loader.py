@@ -6,7 +6,10 @@ from the cache, joins a download of the same key already in flight, or downloads
 caller's thread; :meth:`ChunkLoader.prefetch` starts downloads on the pool and returns at once;
 :meth:`ChunkLoader.get_many` downloads several chunks in parallel (parallel ranged reads of one
 segment); :meth:`ChunkLoader.prefetch_spans` queues prefetches of contiguous chunks as spans,
-each read with one ranged read and split into its chunks as they arrive.
+each read with one ranged read and split into its chunks as they arrive;
+:meth:`ChunkLoader.claim_for_stream` lets a read-ahead stream claim the chunks it will read
+(readers wait for them), then :meth:`~ChunkLoader.hand_off` each to the pool to decode, or
+:meth:`~ChunkLoader.release` those it will not read back to ordinary loads.
 
 The rules it keeps:
 
