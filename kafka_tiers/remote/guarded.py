@@ -497,6 +497,18 @@ class _GuardedStream(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
+        if isinstance(self._inner, io.BufferedIOBase):  # straight into the buffer: no copy
+            try:
+                with self._lock:
+                    got = self._inner.readinto(view)
+            except Exception as exc:
+                raise self._translate(exc) from None
+            if got is None:
+                return 0
+            if isinstance(got, bool) or not isinstance(got, int) or not 0 <= got <= len(view):
+                raise self._translate(ValueError(f"stream's readinto returned {got!r} for a "
+                                                 f"read of {len(view)}"))
+            return got
         try:
             with self._lock:
                 chunk = self._inner.read(len(view))
