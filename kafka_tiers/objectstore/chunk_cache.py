@@ -14,11 +14,11 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_tiers.objectstore.data_settings import DISK, MEMORY, ChunkCacheSettings
+from kafka_tiers.objectstore.lru_map import LruMap
 
 
 @dataclass(frozen=True)
@@ -96,82 +96,52 @@ class MemoryChunkCache(ChunkCache):
                  clock: Callable[[], float] | None = None) -> None:
         if max_bytes < 1:
             raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
-        if retention_ms < 1:
-            raise ValueError(f"retention_ms must be >= 1, got {retention_ms}")
         self.max_bytes = max_bytes
-        self.retention_s = retention_ms / 1000
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
-        # in order of last use, least recent first: (data, time of last use)
-        self._entries: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
-        self._bytes = 0
-        self._hits = self._misses = self._evictions = 0
+        self._chunks: LruMap[bytes] = LruMap(max_bytes, retention_ms, len)
         self._closed = False
 
-    def _expire(self, now: float) -> None:
-        while self._entries:
-            key, (data, used) = next(iter(self._entries.items()))
-            if now - used < self.retention_s:
-                break
-            del self._entries[key]
-            self._bytes -= len(data)
-            self._evictions += 1
+    @property
+    def retention_s(self) -> float:
+        """How long an unused chunk is kept, in seconds."""
+        return self._chunks.retention_s
 
     def get(self, key: str) -> bytes | None:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            entry = self._entries.get(key)
-            if entry is None:
-                self._misses += 1
-                return None
-            self._entries[key] = (entry[0], now)
-            self._entries.move_to_end(key)
-            self._hits += 1
-            return entry[0]
+            return self._chunks.get(key, now)
 
     def contains(self, key: str) -> bool:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            return key in self._entries
+            self._chunks.expire(now)
+            return key in self._chunks
 
     def put(self, key: str, data: bytes) -> None:
         data = bytes(data)
         now = self._clock()
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old[0])
             if self._closed or len(data) > self.max_bytes:
+                self._chunks.discard(key)
                 return
-            self._entries[key] = (data, now)
-            self._bytes += len(data)
-            self._expire(now)
-            while self._bytes > self.max_bytes:
-                _, (dropped, _) = self._entries.popitem(last=False)
-                self._bytes -= len(dropped)
-                self._evictions += 1
+            self._chunks.put(key, data, now)
 
     def discard_prefix(self, prefix: str) -> int:
         with self._lock:
-            keys = [k for k in self._entries if k.startswith(prefix)]
-            for k in keys:
-                self._bytes -= len(self._entries.pop(k)[0])
-            return len(keys)
+            return self._chunks.discard_prefix(prefix)
 
     def stats(self) -> CacheStats:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            return CacheStats(self._hits, self._misses, self._evictions, len(self._entries),
-                              self._bytes, self.max_bytes)
+            c = self._chunks
+            c.expire(now)
+            return CacheStats(c.hits, c.misses, c.evictions, len(c), c.weight, self.max_bytes)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._entries.clear()
-            self._bytes = 0
+            self._chunks.clear()
 
 
 def build_chunk_cache(settings: ChunkCacheSettings) -> ChunkCache | None:

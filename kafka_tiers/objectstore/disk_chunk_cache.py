@@ -45,12 +45,12 @@ import stat
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.objectstore.chunk_cache import CacheStats, ChunkCache
+from kafka_tiers.objectstore.lru_map import LruMap
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,14 @@ def is_own_name(name: str) -> bool:
     return bool(_CHUNK_NAME.fullmatch(name) or _TEMP_NAME.fullmatch(name))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
+    """What the index knows of a chunk's file: its name, and the size and CRC-32 its bytes
+    must have."""
+
     name: str
     size: int
     crc: int
-    used: float
 
 
 class DiskChunkCache(ChunkCache):
@@ -109,17 +111,12 @@ class DiskChunkCache(ChunkCache):
                  clock: Callable[[], float] | None = None) -> None:
         if max_bytes < 1:
             raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
-        if retention_ms < 1:
-            raise ValueError(f"retention_ms must be >= 1, got {retention_ms}")
         self.path = os.path.abspath(os.fspath(path))
         self.max_bytes = max_bytes
-        self.retention_s = retention_ms / 1000
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
-        # in order of last use, least recent first
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._bytes = 0
-        self._hits = self._misses = self._evictions = 0
+        self._index: LruMap[_Entry] = LruMap(max_bytes, retention_ms, lambda e: e.size,
+                                             lambda e: self._unlink(e.name))
         self._closed = False
         self._last_warning = float("-inf")
         self._lock_fd: int | None = None
@@ -226,6 +223,11 @@ class DiskChunkCache(ChunkCache):
                             self.path, entry.name, exc.strerror or exc)
         return removed
 
+    @property
+    def retention_s(self) -> float:
+        """How long an unused chunk is kept, in seconds."""
+        return self._index.retention_s
+
     # -- helpers (called with the lock held unless said) -----------------------------------
 
     def _file(self, name: str) -> str:
@@ -246,19 +248,6 @@ class DiskChunkCache(ChunkCache):
         if now - self._last_warning >= _WARN_INTERVAL_S:
             self._last_warning = now
             log.warning("chunk cache %s: " + message, self.path, *args)
-
-    def _drop(self, key: str) -> None:
-        entry = self._entries.pop(key)
-        self._bytes -= entry.size
-        self._unlink(entry.name)
-
-    def _expire(self, now: float) -> None:
-        while self._entries:
-            key, entry = next(iter(self._entries.items()))
-            if now - entry.used < self.retention_s:
-                return
-            self._drop(key)
-            self._evictions += 1
 
     def _read(self, entry: _Entry) -> bytes | None:
         """The file's bytes if they are the entry's (no lock needed: files are replaced by
@@ -281,21 +270,18 @@ class DiskChunkCache(ChunkCache):
     def get(self, key: str) -> bytes | None:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            entry = self._entries.get(key)
+            entry = self._index.touch(key, now)
             if entry is None:
-                self._misses += 1
+                self._index.misses += 1
                 return None
-            entry.used = now
-            self._entries.move_to_end(key)
         data = self._read(entry)
         with self._lock:
             if data is not None:
-                self._hits += 1
+                self._index.hits += 1
                 return data
-            self._misses += 1
-            if self._entries.get(key) is entry:  # not replaced or evicted meanwhile
-                self._drop(key)
+            self._index.misses += 1
+            if self._index.peek(key) is entry:  # not replaced or evicted meanwhile
+                self._index.discard(key)
                 self._warn("the file of %s vanished or is damaged; it is downloaded again",
                            key)
         return None
@@ -303,8 +289,8 @@ class DiskChunkCache(ChunkCache):
     def contains(self, key: str) -> bool:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            return key in self._entries
+            self._index.expire(now)
+            return key in self._index
 
     def put(self, key: str, data: bytes) -> None:
         data = bytes(data)
@@ -312,8 +298,7 @@ class DiskChunkCache(ChunkCache):
         name = chunk_file_name(key)
         if size > self.max_bytes or self._closed:
             with self._lock:
-                if key in self._entries:
-                    self._drop(key)
+                self._index.discard(key)
             return
         temp = f"{name[:-len('.chunk')]}.{secrets.token_hex(8)}.tmp"
         try:
@@ -346,37 +331,27 @@ class DiskChunkCache(ChunkCache):
                 self._unlink(temp)
                 self._warn("cannot rename a chunk into place (%s)", exc.strerror or exc)
                 return
-            old = self._entries.pop(key, None)
-            if old is not None:  # its file was just replaced by the rename
-                self._bytes -= old.size
-            self._entries[key] = _Entry(name, size, crc, now)
-            self._bytes += size
-            self._expire(now)
-            while self._bytes > self.max_bytes:
-                self._drop(next(iter(self._entries)))
-                self._evictions += 1
+            # an older entry of the key is replaced without deleting a file: the rename
+            # just replaced its file
+            self._index.put(key, _Entry(name, size, crc), now)
 
     def discard_prefix(self, prefix: str) -> int:
         with self._lock:
-            keys = [k for k in self._entries if k.startswith(prefix)]
-            for k in keys:
-                self._drop(k)
-            return len(keys)
+            return self._index.discard_prefix(prefix)
 
     def stats(self) -> CacheStats:
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            return CacheStats(self._hits, self._misses, self._evictions, len(self._entries),
-                              self._bytes, self.max_bytes)
+            i = self._index
+            i.expire(now)
+            return CacheStats(i.hits, i.misses, i.evictions, len(i), i.weight, self.max_bytes)
 
     def close(self) -> None:
         """Delete every chunk file this cache wrote and release the directory's lock; later
         gets miss and puts keep nothing. Idempotent."""
         with self._lock:
             self._closed = True
-            for key in list(self._entries):
-                self._drop(key)
+            self._index.clear()
             self._unlock_directory()
 
     def __repr__(self) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from kafka_tiers.objectstore.lru_map import LruMap
 
 M = TypeVar("M")
 
@@ -61,38 +62,17 @@ class ManifestCache(Generic[M]):
                  clock: Callable[[], float] | None = None) -> None:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
-        if retention_ms < 1:
-            raise ValueError(f"retention_ms must be >= 1, got {retention_ms}")
         self.max_entries = max_entries
-        self.retention_s = retention_ms / 1000
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[M, float]] = OrderedDict()
-        self._hits = self._misses = self._evictions = 0
-
-    def _expire(self, now: float) -> None:
-        # entries are in order of last use, so the expired ones are at the front
-        while self._entries:
-            key, (_, used) = next(iter(self._entries.items()))
-            if now - used < self.retention_s:
-                return
-            del self._entries[key]
-            self._evictions += 1
+        self._manifests: LruMap[M] = LruMap(max_entries, retention_ms, lambda _: 1)
 
     def get(self, key: str) -> M | None:
         """The manifest under ``key`` (now the most recently used), or None; counted as a hit
         or a miss."""
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            entry = self._entries.get(key)
-            if entry is None:
-                self._misses += 1
-                return None
-            self._entries[key] = (entry[0], now)
-            self._entries.move_to_end(key)
-            self._hits += 1
-            return entry[0]
+            return self._manifests.get(key, now)
 
     def put(self, key: str, manifest: M) -> None:
         """Keep ``manifest`` under ``key`` (replacing any), dropping the least recently used
@@ -101,35 +81,30 @@ class ManifestCache(Generic[M]):
             return
         now = self._clock()
         with self._lock:
-            self._entries.pop(key, None)
-            self._entries[key] = (manifest, now)
-            self._expire(now)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-                self._evictions += 1
+            self._manifests.put(key, manifest, now)
 
     def discard(self, key: str) -> bool:
         """Drop the manifest under ``key`` (its segment was deleted or its manifest rewritten);
         returns whether one was held."""
         with self._lock:
-            return self._entries.pop(key, None) is not None
+            return self._manifests.discard(key)
 
     def clear(self) -> None:
         """Drop every manifest (the counters stay)."""
         with self._lock:
-            self._entries.clear()
+            self._manifests.clear()
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries)
+            return len(self._manifests)
 
     def stats(self) -> ManifestCacheStats:
         """The counters and the entries now (expired manifests dropped first)."""
         now = self._clock()
         with self._lock:
-            self._expire(now)
-            return ManifestCacheStats(self._hits, self._misses, self._evictions,
-                                      len(self._entries), self.max_entries)
+            m = self._manifests
+            m.expire(now)
+            return ManifestCacheStats(m.hits, m.misses, m.evictions, len(m), self.max_entries)
 
 
 __all__ = ["ManifestCache", "ManifestCacheStats"]
