@@ -11,6 +11,7 @@ One concept per module:
   settings;
 - :mod:`.chunk_cache`, :mod:`.disk_chunk_cache`, :mod:`.chunk_loader`,
   :mod:`.manifest_cache`: the caches and the single-flight chunk loader of the fetch path;
+  :mod:`.lru_map`: the least-recently-used bookkeeping with a retention time the caches share;
 - :mod:`.multipart`: the concurrent multipart-upload engine of a
   :class:`~kafka_tiers.api.MultipartObjectStore`;
 - :mod:`.streams`: the hashing and encoding readers of a copy and the managed stream of a

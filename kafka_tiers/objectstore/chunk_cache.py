@@ -16,9 +16,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from kafka_tiers.objectstore.data_settings import DISK, MEMORY, ChunkCacheSettings
 from kafka_tiers.objectstore.lru_map import LruMap
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,65 @@ class ChunkCache(ABC):
         miss and keep nothing. Idempotent."""
 
 
-class MemoryChunkCache(ChunkCache):
+class LruChunkCache(ChunkCache, Generic[V]):
+    """What the built-in chunk caches share: an :class:`LruMap` bounded in chunk bytes
+    (``_index``, holding the chunks or what the cache knows of them), guarded by one lock, and
+    the :meth:`contains`, :meth:`discard_prefix`, :meth:`stats` and :meth:`close` over it.
+    Subclasses give :meth:`get` and :meth:`put`, which count their own lookups when they use
+    :meth:`LruMap.touch`.
+
+    Args:
+        max_bytes: the most chunk bytes held (>= 1).
+        retention_ms: how long an unused chunk is kept (>= 1).
+        weigh: the chunk bytes of a held value.
+        on_drop: called with each value the index drops (:class:`LruMap`).
+        clock: seconds (monotonic), for tests.
+
+    Raises:
+        ValueError: a bound below 1.
+    """
+
+    def __init__(self, max_bytes: int, retention_ms: int, weigh: Callable[[V], int],
+                 on_drop: Callable[[V], None] | None = None, *,
+                 clock: Callable[[], float] | None = None) -> None:
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._index: LruMap[V] = LruMap(max_bytes, retention_ms, weigh, on_drop)
+        self._closed = False
+
+    @property
+    def retention_s(self) -> float:
+        """How long an unused chunk is kept, in seconds."""
+        return self._index.retention_s
+
+    def contains(self, key: str) -> bool:
+        now = self._clock()
+        with self._lock:
+            self._index.expire(now)
+            return key in self._index
+
+    def discard_prefix(self, prefix: str) -> int:
+        with self._lock:
+            return self._index.discard_prefix(prefix)
+
+    def stats(self) -> CacheStats:
+        now = self._clock()
+        with self._lock:
+            i = self._index
+            i.expire(now)
+            return CacheStats(i.hits, i.misses, i.evictions, len(i), i.weight, self.max_bytes)
+
+    def close(self) -> None:
+        """Drop every chunk; later gets miss and puts keep nothing. Idempotent."""
+        with self._lock:
+            self._closed = True
+            self._index.clear()
+
+
+class MemoryChunkCache(LruChunkCache[bytes]):
     """Chunks in memory, least recently used evicted first, entries unused for
     ``retention_ms`` dropped (on the next call: there is no background thread).
 
@@ -94,54 +155,21 @@ class MemoryChunkCache(ChunkCache):
 
     def __init__(self, max_bytes: int, retention_ms: int = 600_000, *,
                  clock: Callable[[], float] | None = None) -> None:
-        if max_bytes < 1:
-            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
-        self.max_bytes = max_bytes
-        self._clock = clock or time.monotonic
-        self._lock = threading.Lock()
-        self._chunks: LruMap[bytes] = LruMap(max_bytes, retention_ms, len)
-        self._closed = False
-
-    @property
-    def retention_s(self) -> float:
-        """How long an unused chunk is kept, in seconds."""
-        return self._chunks.retention_s
+        super().__init__(max_bytes, retention_ms, len, clock=clock)
 
     def get(self, key: str) -> bytes | None:
         now = self._clock()
         with self._lock:
-            return self._chunks.get(key, now)
-
-    def contains(self, key: str) -> bool:
-        now = self._clock()
-        with self._lock:
-            self._chunks.expire(now)
-            return key in self._chunks
+            return self._index.get(key, now)
 
     def put(self, key: str, data: bytes) -> None:
         data = bytes(data)
         now = self._clock()
         with self._lock:
             if self._closed or len(data) > self.max_bytes:
-                self._chunks.discard(key)
+                self._index.discard(key)
                 return
-            self._chunks.put(key, data, now)
-
-    def discard_prefix(self, prefix: str) -> int:
-        with self._lock:
-            return self._chunks.discard_prefix(prefix)
-
-    def stats(self) -> CacheStats:
-        now = self._clock()
-        with self._lock:
-            c = self._chunks
-            c.expire(now)
-            return CacheStats(c.hits, c.misses, c.evictions, len(c), c.weight, self.max_bytes)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._chunks.clear()
+            self._index.put(key, data, now)
 
 
 def build_chunk_cache(settings: ChunkCacheSettings) -> ChunkCache | None:
@@ -160,4 +188,4 @@ def build_chunk_cache(settings: ChunkCacheSettings) -> ChunkCache | None:
     return None
 
 
-__all__ = ["CacheStats", "ChunkCache", "MemoryChunkCache", "build_chunk_cache"]
+__all__ = ["CacheStats", "ChunkCache", "LruChunkCache", "MemoryChunkCache", "build_chunk_cache"]

@@ -42,15 +42,13 @@ import os
 import re
 import secrets
 import stat
-import threading
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_tiers.api.errors import ConfigError
-from kafka_tiers.objectstore.chunk_cache import CacheStats, ChunkCache
-from kafka_tiers.objectstore.lru_map import LruMap
+from kafka_tiers.objectstore.chunk_cache import LruChunkCache
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +84,7 @@ class _Entry:
     crc: int
 
 
-class DiskChunkCache(ChunkCache):
+class DiskChunkCache(LruChunkCache[_Entry]):
     """Chunks as files under ``path`` (module docstring for the files and the deletion rule).
 
     Args:
@@ -109,15 +107,9 @@ class DiskChunkCache(ChunkCache):
     def __init__(self, path: str | os.PathLike[str], max_bytes: int,
                  retention_ms: int = 600_000, *,
                  clock: Callable[[], float] | None = None) -> None:
-        if max_bytes < 1:
-            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        super().__init__(max_bytes, retention_ms, lambda e: e.size,
+                         lambda e: self._unlink(e.name), clock=clock)
         self.path = os.path.abspath(os.fspath(path))
-        self.max_bytes = max_bytes
-        self._clock = clock or time.monotonic
-        self._lock = threading.Lock()
-        self._index: LruMap[_Entry] = LruMap(max_bytes, retention_ms, lambda e: e.size,
-                                             lambda e: self._unlink(e.name))
-        self._closed = False
         self._last_warning = float("-inf")
         self._lock_fd: int | None = None
         self._prepare_directory()
@@ -223,11 +215,6 @@ class DiskChunkCache(ChunkCache):
                             self.path, entry.name, exc.strerror or exc)
         return removed
 
-    @property
-    def retention_s(self) -> float:
-        """How long an unused chunk is kept, in seconds."""
-        return self._index.retention_s
-
     # -- helpers (called with the lock held unless said) -----------------------------------
 
     def _file(self, name: str) -> str:
@@ -286,12 +273,6 @@ class DiskChunkCache(ChunkCache):
                            key)
         return None
 
-    def contains(self, key: str) -> bool:
-        now = self._clock()
-        with self._lock:
-            self._index.expire(now)
-            return key in self._index
-
     def put(self, key: str, data: bytes) -> None:
         data = bytes(data)
         size = len(data)
@@ -335,23 +316,11 @@ class DiskChunkCache(ChunkCache):
             # just replaced its file
             self._index.put(key, _Entry(name, size, crc), now)
 
-    def discard_prefix(self, prefix: str) -> int:
-        with self._lock:
-            return self._index.discard_prefix(prefix)
-
-    def stats(self) -> CacheStats:
-        now = self._clock()
-        with self._lock:
-            i = self._index
-            i.expire(now)
-            return CacheStats(i.hits, i.misses, i.evictions, len(i), i.weight, self.max_bytes)
-
     def close(self) -> None:
         """Delete every chunk file this cache wrote and release the directory's lock; later
         gets miss and puts keep nothing. Idempotent."""
+        super().close()
         with self._lock:
-            self._closed = True
-            self._index.clear()
             self._unlock_directory()
 
     def __repr__(self) -> str:
