@@ -13,12 +13,9 @@ import pytest
 
 from kafka_tiers.objectstore import transforms
 from kafka_tiers.objectstore.transforms import ChunkDecoder, CorruptChunkError
-from tests.remote.test_chunked_format import (
-    counting,
-    log_bytes,
-    new_md,
+from tests.remote.data_path_helpers import (
     read,
-    segment_files,
+    stored_segment,
     wait_for,
 )
 from tests.remote.test_encryption_at_rest import key_settings, keys, make_rsm
@@ -32,11 +29,7 @@ def encrypted(tmp_path: Any, keys: Any) -> tuple[Any, Any, Any, bytes]:
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": str(CHUNK),
                                          "compression.enabled": "true",
                                          **key_settings(keys, "k1", "k1")})
-    store = counting(rsm)
-    log = log_bytes(5 * CHUNK)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 5 * CHUNK)
     return rsm, store, md, log
 
 

@@ -7,24 +7,16 @@ from __future__ import annotations
 import io
 import json
 import os
-import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.errors import RemoteStorageError
 from kafka_tiers.api.objectstore import ByteRange
 from kafka_tiers.api.storage import (
     IndexType,
-    LogSegmentData,
-    RemoteLogSegmentId,
-    RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     StorageCapability,
 )
-from kafka_tiers.log.records import ATTRIBUTES_OFFSET, HEADER_SIZE
 from kafka_tiers.objectstore import manager as manager_module
 from kafka_tiers.objectstore.keys import ObjectKind
 from kafka_tiers.objectstore.manifest import (
@@ -35,86 +27,19 @@ from kafka_tiers.objectstore.manifest import (
     next_commit_sequence,
 )
 from kafka_tiers.objectstore.transforms import CorruptChunkError
-from kafka_tiers.remote.local import LocalRemoteStorageManager
-
-TP = TopicPartition("orders", 3)
-INDEX_FILES = {IndexType.OFFSET: "index", IndexType.TIMESTAMP: "time",
-               IndexType.TRANSACTION: "txn", IndexType.PRODUCER_SNAPSHOT: "snap"}
-EPOCHS = b"0\n1\n0 42\n"
-
-
-class CountingStore:
-    """Delegates to a store, recording every get's key and range and the bytes read."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.gets: list[tuple[str, ByteRange | None]] = []
-        self.puts: list[tuple[str, int | None]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def get(self, key: str, byte_range: ByteRange | None = None) -> Any:
-        self.gets.append((key, byte_range))
-        return self.inner.get(key, byte_range)
-
-    def put(self, key: str, data: Any, length: int | None = None) -> int:
-        self.puts.append((key, length))
-        return self.inner.put(key, data, length)
-
-    def log_gets(self) -> list[ByteRange | None]:
-        return [r for k, r in self.gets if k.endswith(".log")]
-
-
-def make_rsm(root: Path, **settings: str) -> LocalRemoteStorageManager:
-    rsm = LocalRemoteStorageManager()
-    rsm.configure({"dir": str(root), "key.prefix": "kt", **settings})
-    return rsm
-
-
-def counting(rsm: LocalRemoteStorageManager) -> CountingStore:
-    holder: list[CountingStore] = []
-    rsm.wrap_object_store(lambda s: holder.append(CountingStore(s)) or holder[0])
-    return holder[0]
-
-
-def log_bytes(size: int, *, compressed_batch: bool = False) -> bytes:
-    """A log whose first bytes look like a batch header (codec bits from the flag), then
-    compressible but not constant text."""
-    head = bytearray(HEADER_SIZE)
-    head[ATTRIBUTES_OFFSET + 1] = 0x04 if compressed_batch else 0x00  # zstd codec bits
-    body = b"".join(b"record %06d of the orders topic;" % i for i in range(size // 20 + 1))
-    return (bytes(head) + body)[:size]
-
-
-def segment_files(folder: Path, log: bytes, *, index_size: int = 64) -> LogSegmentData:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "log").write_bytes(log)
-    for i, name in enumerate(INDEX_FILES.values()):
-        (folder / name).write_bytes(bytes((i * 7 + j) % 251 for j in range(index_size)))
-    return LogSegmentData(folder / "log", folder / "index", folder / "time", folder / "txn",
-                          folder / "snap", EPOCHS)
-
-
-def new_md(start: int = 0, size: int = 1000) -> RemoteLogSegmentMetadata:
-    """Metadata of a segment whose log has ``size`` bytes (a manifest's chunk index must
-    hold ``segment_size_in_bytes``)."""
-    return RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(TP), start, start + 99, 1, 0,
-                                    1, size, {0: start})
-
-
-def wait_for(condition: Any, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def read(rsm: Any, md: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> bytes:
-    with rsm.fetch_log_segment(md, start, end) as stream:
-        return stream.read()
+from tests.remote.data_path_helpers import (
+    EPOCHS,
+    INDEX_FILES,
+    TP,
+    counting,
+    log_bytes,
+    make_rsm,
+    new_md,
+    read,
+    segment_files,
+    stored_segment,
+    wait_for,
+)
 
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 4 << 20])
@@ -213,12 +138,8 @@ def test_compression_heuristic_skips_a_segment_whose_first_batch_is_compressed(t
 def test_a_fetch_reads_only_the_chunks_of_its_range(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true",
                                          "fetch.chunk.cache.class": "none"})
-    store = counting(rsm)
-    log = log_bytes(50_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
+    store, md, log = stored_segment(rsm, tmp_path, 50_000)
     chunks = rsm.read_manifest(md).chunks
-    store.gets.clear()
     assert read(rsm, md, 20_500, 21_499) == log[20_500:21_500]  # chunks 20 and 21
     ranges = sorted(store.log_gets(), key=lambda r: r.first)  # downloaded in parallel
     assert ranges == [ByteRange(chunks.stored_range(20)[0], chunks.stored_range(20)[1] - 1),
@@ -228,11 +149,7 @@ def test_a_fetch_reads_only_the_chunks_of_its_range(tmp_path):
 
 def test_plain_segment_partial_chunk_is_read_exactly(tmp_path):
     rsm = make_rsm(tmp_path / "tier")  # 4 MiB chunks: the whole log is one chunk
-    store = counting(rsm)
-    log = log_bytes(300_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 300_000)
     assert read(rsm, md, 150_000, 150_999) == log[150_000:151_000]
     assert store.log_gets() == [ByteRange(150_000, 150_999)]  # not the 4 MiB chunk
     rsm.close()
@@ -240,11 +157,7 @@ def test_plain_segment_partial_chunk_is_read_exactly(tmp_path):
 
 def test_chunks_are_cached_and_deleted_with_the_segment(tmp_path):
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true"})
-    store = counting(rsm)
-    log = log_bytes(10_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 10_000)
     assert read(rsm, md, 0) == log
     assert len(store.log_gets()) == 10
     assert read(rsm, md, 2500, 7000) == log[2500:7001]

@@ -18,13 +18,13 @@ from kafka_tiers.objectstore.chunk_cache import MemoryChunkCache
 from kafka_tiers.objectstore.chunk_loader import ChunkLoader
 from kafka_tiers.objectstore.data_settings import DataSettings
 from kafka_tiers.objectstore.streams import CopyCancelled, EncodingReader
-from tests.remote.test_chunked_format import (
-    counting,
+from tests.remote.data_path_helpers import (
     log_bytes,
     make_rsm,
     new_md,
     read,
     segment_files,
+    stored_segment,
     wait_for,
 )
 
@@ -157,11 +157,7 @@ def test_copy_with_the_pipeline_reads_back(tmp_path) -> None:
 def test_long_read_of_a_plain_log_is_one_ranged_read_past_the_cache(tmp_path) -> None:
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000",
                                          "fetch.chunk.download.threads": "2"})
-    store = counting(rsm)
-    log = log_bytes(10_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 10_000)
     assert read(rsm, md, 0) == log
     assert len(store.log_gets()) == 1 and store.log_gets()[0] is None  # the whole object
     assert read(rsm, md, 500, 7_999) == log[500:8000]
@@ -176,11 +172,7 @@ def test_long_read_of_a_plain_log_is_one_ranged_read_past_the_cache(tmp_path) ->
 def test_prefetch_reads_spans_of_chunks_with_one_ranged_read(tmp_path) -> None:
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true",
                                          "fetch.chunk.cache.prefetch.max.size": "4000"})
-    store = counting(rsm)
-    log = log_bytes(10_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 10_000)
     rsm.prefetch(md, 1000, 6000)  # chunks 1..6: one span
     assert wait_for(lambda: rsm.cache_stats()["chunk_cache"]["entries"] == 6)
     assert len(store.log_gets()) == 1
@@ -193,11 +185,7 @@ def test_prefetch_reads_spans_of_chunks_with_one_ranged_read(tmp_path) -> None:
 def test_sequential_window_slides_on_in_spans(tmp_path) -> None:
     rsm = make_rsm(tmp_path / "tier", **{"chunk.size": "1000", "compression.enabled": "true",
                                          "fetch.chunk.cache.prefetch.max.size": "4000"})
-    store = counting(rsm)
-    log = log_bytes(20_000)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, 20_000)
     for start in range(0, 20_000, 500):
         assert read(rsm, md, start, start + 499) == log[start:start + 500]
         time.sleep(0.01)

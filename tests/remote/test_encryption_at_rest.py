@@ -25,7 +25,7 @@ from kafka_tiers.api.storage import (
 from kafka_tiers.objectstore.encryption import KeyUnwrapError, UnknownKeyError
 from kafka_tiers.objectstore.keys import ObjectKind
 from kafka_tiers.objectstore.transforms import CorruptChunkError
-from kafka_tiers.remote.local import LocalRemoteStorageManager
+from tests.remote.data_path_helpers import make_rsm
 
 TP = TopicPartition("payments", 0)
 MARKER = b"CARD-4111-1111-1111-1111"
@@ -61,12 +61,6 @@ def key_settings(keys: dict[str, tuple[Path, Path]], active: str | None, *pairs:
         if key_id not in public_only:
             settings[f"encryption.key.pairs.{key_id}.private.key.file"] = str(priv)
     return settings
-
-
-def make_rsm(root: Path, **settings: str) -> LocalRemoteStorageManager:
-    rsm = LocalRemoteStorageManager()
-    rsm.configure({"dir": str(root), "key.prefix": "kt", **settings})
-    return rsm
 
 
 def segment(folder: Path, log_size: int = 20_000, index_size: int = 200) -> LogSegmentData:

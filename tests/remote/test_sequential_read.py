@@ -10,13 +10,13 @@ from typing import Any
 
 from kafka_tiers.api.objectstore import ByteRange
 from kafka_tiers.objectstore.keys import ObjectKind
-from tests.remote.test_chunked_format import (
-    counting,
+from tests.remote.data_path_helpers import (
     log_bytes,
     make_rsm,
     new_md,
     read,
     segment_files,
+    stored_segment,
     wait_for,
 )
 
@@ -29,11 +29,7 @@ def setup(tmp_path: Any, prefetch: int = 2000, **settings: str) -> tuple[Any, An
                                          "compression.enabled": "true",
                                          "fetch.chunk.cache.prefetch.max.size": str(prefetch),
                                          **settings})
-    store = counting(rsm)
-    log = log_bytes(SIZE)
-    md = new_md(size=len(log))
-    rsm.copy_log_segment_data(md, segment_files(tmp_path / "seg", log))
-    store.gets.clear()
+    store, md, log = stored_segment(rsm, tmp_path, SIZE)
     return rsm, store, md, log
 
 
