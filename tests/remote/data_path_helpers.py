@@ -16,6 +16,7 @@ from kafka_tiers.api.storage import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
 )
+from kafka_tiers.conformance.storage import write_key_pair
 from kafka_tiers.log.records import ATTRIBUTES_OFFSET, HEADER_SIZE
 from kafka_tiers.remote.local import LocalRemoteStorageManager
 
@@ -99,6 +100,15 @@ def read(rsm: Any, md: RemoteLogSegmentMetadata, start: int, end: int | None = N
         return stream.read()
 
 
+def key_pair_files(folder: Path, key_id: str) -> tuple[Path, Path]:
+    """An RSA key pair for ``key_id`` as PEM files in ``folder`` (the conformance suite's
+    :func:`~kafka_tiers.conformance.storage.write_key_pair`: the private one ``0600``, the same
+    id the same pair within a process); returns (public key file, private key file)."""
+    files = write_key_pair(folder, key_id)
+    return (Path(files[f"encryption.key.pairs.{key_id}.public.key.file"]),
+            Path(files[f"encryption.key.pairs.{key_id}.private.key.file"]))
+
+
 def stored_segment(rsm: LocalRemoteStorageManager, folder: Path, size: int
                    ) -> tuple[CountingStore, RemoteLogSegmentMetadata, bytes]:
     """Copy a new segment whose log is ``log_bytes(size)`` (files under ``folder / "seg"``)
@@ -112,5 +122,6 @@ def stored_segment(rsm: LocalRemoteStorageManager, folder: Path, size: int
     return store, md, log
 
 
-__all__ = ["EPOCHS", "INDEX_FILES", "TP", "CountingStore", "counting", "log_bytes", "make_rsm",
-           "new_md", "read", "segment_files", "stored_segment", "wait_for"]
+__all__ = ["EPOCHS", "INDEX_FILES", "TP", "CountingStore", "counting", "key_pair_files",
+           "log_bytes", "make_rsm", "new_md", "read", "segment_files", "stored_segment",
+           "wait_for"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_tiers.conformance.storage import write_key_pair
 from tests.broker.helpers import (  # the fixtures are used by name
     make_broker,
     produce,
@@ -19,7 +20,6 @@ from tests.broker.helpers import (  # the fixtures are used by name
     value,
 )
 from tests.cli_run import kt
-from tests.remote.test_encrypted_tier_end_to_end import write_key_pair
 
 CHUNK_SIZE = 512
 

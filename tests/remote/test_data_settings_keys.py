@@ -12,8 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kafka_tiers.api.errors import ConfigError
 from kafka_tiers.broker.broker import Broker
@@ -25,22 +23,14 @@ from kafka_tiers.objectstore.data_settings import (
 )
 from kafka_tiers.remote.local import LocalRemoteStorageManager
 from tests.cli_run import kt
+from tests.remote.data_path_helpers import key_pair_files
 
 PLUGIN_DIRS = sorted(Path(__file__).resolve().parents[2].glob("plugins/*/src"))
 
 
 @pytest.fixture(scope="module")
 def key_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("keys")
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    priv, pub = folder / "k1.pem", folder / "k1.pub.pem"
-    priv.write_bytes(private.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    os.chmod(priv, 0o600)
-    pub.write_bytes(private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    return pub, priv
+    return key_pair_files(tmp_path_factory.mktemp("keys"), "k1")
 
 
 def pair_keys(pub: Path, priv: Path) -> dict[str, str]:

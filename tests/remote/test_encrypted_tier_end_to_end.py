@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kafka_tiers.api import TopicPartition
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cli import cli
+from kafka_tiers.conformance.storage import write_key_pair
 from tests.cli_run import kt
 from tests.kafka.clients import confluent_consumer, confluent_producer
 from tests.kafka.fixtures import broker_factory
@@ -38,20 +37,6 @@ TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "8192",
 def value(i: int) -> bytes:
     """A record value that compresses well and carries the marker."""
     return MARKER + f"-{i:06d}-".encode() + b"order line, quantity 1, price 9.99; " * 3
-
-
-def write_key_pair(directory: Path, pid: str) -> dict[str, str]:
-    """A 2048-bit RSA key pair as PEM files; the plugin keys naming them."""
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    priv_path = directory / f"{pid}-private.pem"
-    pub_path = directory / f"{pid}-public.pem"
-    priv_path.write_bytes(private.private_bytes(serialization.Encoding.PEM,
-                                                serialization.PrivateFormat.PKCS8,
-                                                serialization.NoEncryption()))
-    pub_path.write_bytes(private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    return {f"encryption.key.pairs.{pid}.public.key.file": str(pub_path),
-            f"encryption.key.pairs.{pid}.private.key.file": str(priv_path)}
 
 
 @pytest.fixture(autouse=True)

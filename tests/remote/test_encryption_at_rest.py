@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kafka_tiers.api.cluster import TopicPartition
 from kafka_tiers.api.errors import ManifestError, RemoteStorageError
@@ -25,7 +23,7 @@ from kafka_tiers.api.storage import (
 from kafka_tiers.objectstore.encryption import KeyUnwrapError, UnknownKeyError
 from kafka_tiers.objectstore.keys import ObjectKind
 from kafka_tiers.objectstore.transforms import CorruptChunkError
-from tests.remote.data_path_helpers import make_rsm
+from tests.remote.data_path_helpers import key_pair_files, make_rsm
 
 TP = TopicPartition("payments", 0)
 MARKER = b"CARD-4111-1111-1111-1111"
@@ -35,18 +33,7 @@ EPOCHS = b"0\n1\n0 7\n"
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     folder = tmp_path_factory.mktemp("keys")
-    out = {}
-    for key_id in ("k1", "k2"):
-        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        priv = folder / f"{key_id}.pem"
-        pub = folder / f"{key_id}.pub.pem"
-        priv.write_bytes(private.private_bytes(serialization.Encoding.PEM,
-                                               serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
-        pub.write_bytes(private.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        out[key_id] = (pub, priv)
-    return out
+    return {key_id: key_pair_files(folder, key_id) for key_id in ("k1", "k2")}
 
 
 def key_settings(keys: dict[str, tuple[Path, Path]], active: str | None, *pairs: str,

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kafka_tiers.api.errors import RemoteResourceNotFoundError
 from kafka_tiers.cli.remote_rekey import DELETED, REKEYED, rekey_segments
 from kafka_tiers.objectstore.keys import ObjectKind
+from tests.remote.data_path_helpers import key_pair_files
 from tests.remote.test_encryption_at_rest import (
     TP,
     key_settings,
@@ -34,18 +33,7 @@ from tests.remote.test_encryption_at_rest import (
 def key_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
     """Key pairs k1 and k2: (public key file, private key file) each."""
     folder = tmp_path_factory.mktemp("keys")
-    out = {}
-    for key_id in ("k1", "k2"):
-        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        priv, pub = folder / f"{key_id}.pem", folder / f"{key_id}.pub.pem"
-        priv.write_bytes(private.private_bytes(serialization.Encoding.PEM,
-                                               serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
-        priv.chmod(0o600)
-        pub.write_bytes(private.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        out[key_id] = (pub, priv)
-    return out
+    return {key_id: key_pair_files(folder, key_id) for key_id in ("k1", "k2")}
 
 
 class HookedStore:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.remote.test_encrypted_tier_end_to_end import write_key_pair
+from kafka_tiers.conformance.storage import write_key_pair
 from tests.spark.helpers import TieredTopic, produce_topic, spark_rows, start_broker
 
 pytestmark = pytest.mark.slow
