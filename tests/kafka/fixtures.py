@@ -8,6 +8,8 @@ stops everything made when it exits.
   in-process :class:`~kafka_tiers.cluster.local_cluster.LocalCluster` (embedded store).
 - :func:`zookeeper_chroot`: a new, empty chroot on a test ZooKeeper, for one cluster or store.
 - :func:`kcat_or_skip`: the ``kcat`` binary, or the test is skipped (failed under CI).
+- :func:`no_aws_environment`: a fixture (for ``pytest.mark.usefixtures``) hiding a
+  developer's AWS set-up from brokers tiering to moto.
 """
 
 from __future__ import annotations
@@ -18,9 +20,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from tests.kafka.targets import FAST_GROUPS, LISTENER
+
+
+@pytest.fixture
+def no_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of a developer's AWS set-up is read (credentials, profile, endpoint variables
+    removed); no instance-metadata lookups."""
+    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @contextmanager

@@ -20,8 +20,9 @@ from kafka_tiers.api import TopicPartition
 from kafka_tiers.broker.broker import Broker
 from kafka_tiers.cluster.local_cluster import LocalCluster
 from tests.kafka.clients import confluent_consumer, confluent_producer
+from tests.kafka.fixtures import no_aws_environment  # noqa: F401 (used by name)
 
-pytestmark = pytest.mark.servers
+pytestmark = [pytest.mark.servers, pytest.mark.usefixtures("no_aws_environment")]
 
 PARTITIONS = 3
 COUNT = 1500
@@ -61,15 +62,6 @@ def hdfs_plugin(request: pytest.FixtureRequest) -> dict[str, str]:
 
 PLUGINS: dict[str, Callable[[pytest.FixtureRequest], dict[str, str]]] = {
     "s3": s3_plugin, "azure": azure_plugin, "hdfs": hdfs_plugin}
-
-
-@pytest.fixture(autouse=True)
-def _no_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing of a developer's AWS set-up is read; no instance-metadata lookups."""
-    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                 "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def value(p: int, i: int) -> bytes:

@@ -22,9 +22,10 @@ from kafka_tiers.cli import cli
 from kafka_tiers.conformance.storage import write_key_pair
 from tests.cli_run import kt
 from tests.kafka.clients import confluent_consumer, confluent_producer
-from tests.kafka.fixtures import broker_factory
+from tests.kafka.fixtures import broker_factory, no_aws_environment  # noqa: F401 (by name)
 
-pytestmark = [pytest.mark.servers, pytest.mark.slow]
+pytestmark = [pytest.mark.servers, pytest.mark.slow,
+              pytest.mark.usefixtures("no_aws_environment")]
 
 TOPIC = "secret-orders"
 COUNT = 600
@@ -37,15 +38,6 @@ TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "8192",
 def value(i: int) -> bytes:
     """A record value that compresses well and carries the marker."""
     return MARKER + f"-{i:06d}-".encode() + b"order line, quantity 1, price 9.99; " * 3
-
-
-@pytest.fixture(autouse=True)
-def _no_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing of a developer's AWS set-up is read; no instance-metadata lookups."""
-    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                 "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture
