@@ -16,6 +16,7 @@ from kafka_tiers.api import (
     ByteRange,
     ObjectInfo,
     ObjectStore,
+    RemoteLogSegmentMetadata,
     RemoteStorageError,
     RetriableRemoteStorageError,
     TopicPartition,
@@ -247,6 +248,18 @@ def tiered(broker: Broker, name: str = "t", **config: str) -> TopicPartition:
     return TopicPartition(name, 0)
 
 
+def tiered_segments(tmp_path: Path, count: int, **config: str) -> list[RemoteLogSegmentMetadata]:
+    """Records ``0..count-1`` of a tiered topic t (partition 0, :func:`tiered`), produced to a
+    :func:`make_broker` broker (not controlled, ``config`` added) that tiers its rolled
+    segments into ``tmp_path/remote`` and shuts down; returns the copied segments."""
+    broker, _, _ = make_broker(tmp_path, controlled=False, **config)
+    tp = tiered(broker)
+    produce(broker, tp, 0, count)
+    copied = broker.run_tiering()[tp].copied
+    broker.shutdown()
+    return copied
+
+
 def read_values(broker: Broker, tp: TopicPartition, start: int, end: int,
                 max_bytes: int = 4096) -> dict[int, tuple[bytes | None, str]]:
     """offset -> (value, tier) for ``start..end-1``."""
@@ -274,5 +287,6 @@ __all__ = [
     "shutdown_brokers",
     "thread_baseline",
     "tiered",
+    "tiered_segments",
     "value",
 ]

@@ -11,22 +11,16 @@ import pytest
 from kafka_tiers.cli import main
 from kafka_tiers.log.records import RecordBatch
 from tests.broker.helpers import (  # the fixtures are used by name
-    make_broker,
-    produce,
     shutdown_brokers,  # noqa: F401
     thread_baseline,  # noqa: F401
-    tiered,
+    tiered_segments,
 )
 
 
 @pytest.fixture
 def tier(tmp_path):
     """A remote tier holding the rolled segments of topic t, partition 0."""
-    broker, _, _ = make_broker(tmp_path, controlled=False)
-    tp = tiered(broker)
-    produce(broker, tp, 0, 40)
-    copied = broker.run_tiering()[tp].copied
-    broker.shutdown()
+    copied = tiered_segments(tmp_path, 40)
     config = tmp_path / "tier.properties"
     config.write_text(f"dir={tmp_path / 'remote'}\n")
     return {"config": str(config), "copied": copied, "root": tmp_path / "remote"}

@@ -12,11 +12,9 @@ import pytest
 
 from kafka_tiers.conformance.storage import write_key_pair
 from tests.broker.helpers import (  # the fixtures are used by name
-    make_broker,
-    produce,
     shutdown_brokers,  # noqa: F401
     thread_baseline,  # noqa: F401
-    tiered,
+    tiered_segments,
     value,
 )
 from tests.cli_run import kt
@@ -34,12 +32,8 @@ def tier(tmp_path: Path) -> dict:
     data_keys = {"chunk.size": str(CHUNK_SIZE), "compression.enabled": "true",
                  "encryption.enabled": "true", "encryption.key.pair.id": "k1",
                  "encryption.key.pairs": "k1", **k1}
-    broker, _, _ = make_broker(tmp_path, controlled=False,
-                               **{f"rsm.config.{k}": v for k, v in data_keys.items()})
-    tp = tiered(broker)
-    produce(broker, tp, 0, 40)
-    copied = broker.run_tiering()[tp].copied
-    broker.shutdown()
+    copied = tiered_segments(tmp_path, 40,
+                             **{f"rsm.config.{k}": v for k, v in data_keys.items()})
     assert len(copied) >= 3
     return {"copied": copied, "root": tmp_path / "remote", "k1": k1, "k2": k2,
             "dir": tmp_path}
@@ -203,11 +197,7 @@ def test_rekey_of_one_segment_and_its_failures(tier: dict) -> None:
 
 
 def test_rekey_counts_segments_that_are_not_encrypted(tmp_path: Path) -> None:
-    broker, _, _ = make_broker(tmp_path, controlled=False)
-    tp = tiered(broker)
-    produce(broker, tp, 0, 20)
-    copied = broker.run_tiering()[tp].copied
-    broker.shutdown()
+    copied = tiered_segments(tmp_path, 20)
     keys = tmp_path / "keys"
     keys.mkdir()
     config = tmp_path / "plain.properties"
