@@ -86,6 +86,17 @@ def new_md(start: int = 0, size: int = 1000) -> RemoteLogSegmentMetadata:
                                     1, size, {0: start})
 
 
+class ManualClock:
+    """Monotonic seconds a test moves by hand (``clock.now += 0.5``), for the caches'
+    ``clock`` argument."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def wait_for(condition: Any, seconds: float = 5.0) -> bool:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -122,6 +133,6 @@ def stored_segment(rsm: LocalRemoteStorageManager, folder: Path, size: int
     return store, md, log
 
 
-__all__ = ["EPOCHS", "INDEX_FILES", "TP", "CountingStore", "counting", "key_pair_files",
-           "log_bytes", "make_rsm", "new_md", "read", "segment_files", "stored_segment",
-           "wait_for"]
+__all__ = ["EPOCHS", "INDEX_FILES", "TP", "CountingStore", "ManualClock", "counting",
+           "key_pair_files", "log_bytes", "make_rsm", "new_md", "read", "segment_files",
+           "stored_segment", "wait_for"]

@@ -33,16 +33,9 @@ from kafka_tiers.objectstore.chunk_cache import (
 from kafka_tiers.objectstore.chunk_loader import ChunkLoader, LoaderStats
 from kafka_tiers.objectstore.data_settings import DataSettings
 from kafka_tiers.objectstore.disk_chunk_cache import DiskChunkCache, chunk_file_name
+from tests.remote.data_path_helpers import ManualClock
 
 WAIT = 5.0  # seconds a test waits for a thread before calling it hung
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 MakeCache = Callable[..., ChunkCache]
@@ -126,7 +119,7 @@ def test_chunk_larger_than_the_bound_is_not_kept(make_cache: MakeCache) -> None:
 
 
 def test_unused_entries_expire_after_retention(make_cache: MakeCache) -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache = make_cache(100, 1000, clock)
     cache.put("a", b"a")
     cache.put("b", b"b")

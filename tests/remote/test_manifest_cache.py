@@ -7,14 +7,7 @@ import threading
 import pytest
 
 from kafka_tiers.objectstore.manifest_cache import ManifestCache, ManifestCacheStats
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.remote.data_path_helpers import ManualClock
 
 
 def test_get_put_and_counters() -> None:
@@ -39,7 +32,7 @@ def test_least_recently_used_is_dropped_first() -> None:
 
 
 def test_unused_manifest_expires_after_retention() -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache: ManifestCache[str] = ManifestCache(10, 1000, clock=clock)
     cache.put("a", "A")
     cache.put("b", "B")
