@@ -312,14 +312,16 @@ def test_the_remote_tier_is_not_read_without_read(tmp_path: Path) -> None:
         b.produce(tp, [(b"k", b"v" * 100)] * 4)
     b.run_tiering()
     assert b.log(tp).local_log_start_offset > 0
+    # every remote read of a Kafka Fetch starts on the remote log manager's reader pool
+    assert b.rlm is not None
     reads: list[int] = []
-    real = b.fetch
+    real = b.rlm.submit_read
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         reads.append(1)
         return real(*args, **kwargs)
 
-    b.fetch = counted  # type: ignore[method-assign]
+    b.rlm.submit_read = counted  # type: ignore[method-assign]
     assert b.kafka_server is not None
     b.kafka_server.authorizer = TableAuthorizer((Op.DESCRIBE, R.TOPIC, "tiered"))
     got = _fetch(b, ["tiered"])
