@@ -179,9 +179,12 @@ def test_the_response_budget_is_split_before_the_remote_reads_start(tmp_path) ->
 
 
 def test_the_fetch_quota_is_checked_and_charged_per_read_as_it_starts(tmp_path) -> None:
-    b, _store = _broker(tmp_path, **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
+    b, store = _broker(tmp_path, **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
                                      "remote.log.manager.fetch.quota.window.num": "2",
                                      "remote.log.manager.fetch.quota.window.size.seconds": "1"})
+    # the reads outlast the request's starts: no read ends (and is charged what it really
+    # fetched) before the last one is decided, so only the reservations count
+    _slow_logs(store, 1.0)
     started = _spy_reads(b)
     resp = fetch(b, 12, [("tiered", [part(12, p, 0, max_bytes=600) for p in range(PARTITIONS)])])
     # each read reserves its 600 bytes as it starts: after two, the rate (1200 bytes over
