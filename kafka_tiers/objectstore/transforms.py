@@ -136,6 +136,46 @@ class SegmentTransform:
             out = nonce + AESGCM(self.data_key).encrypt(nonce, bytes(out), self._aad(label))
         return bytes(out)
 
+    def _decrypt(self, label: str, stored: bytes | memoryview, where: str) -> bytes:
+        """``stored`` decrypted and its tag checked (``data_key`` is set); ``where`` names the
+        chunk in errors.
+
+        Raises:
+            CorruptChunkError: too short to be encrypted, or the tag does not match.
+        """
+        assert self.data_key is not None
+        view = memoryview(stored)
+        if len(view) < ENCRYPTION_OVERHEAD:
+            raise CorruptChunkError(f"{where} is {len(view)} bytes: too short to be "
+                                    "encrypted", label=label, segment_id=self.segment_id)
+        try:
+            return AESGCM(self.data_key).decrypt(bytes(view[:NONCE_BYTES]),
+                                                 bytes(view[NONCE_BYTES:]), self._aad(label))
+        except InvalidTag:
+            raise CorruptChunkError(f"{where} fails its authentication tag: it was "
+                                    "changed or moved", label=label,
+                                    segment_id=self.segment_id) from None
+
+    def _check_frame(self, label: str, frame: bytes | memoryview, original_size: int,
+                     where: str) -> None:
+        """Check, before anything is allocated, that ``frame``'s header declares
+        ``original_size`` bytes: a frame declaring more (a decompression bomb) is refused
+        without decoding it.
+
+        Raises:
+            CorruptChunkError: not a zstd frame header, or another declared size.
+        """
+        try:
+            declared = zstandard.frame_content_size(bytes(frame[:18]))
+        except zstandard.ZstdError as exc:
+            raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
+                                    label=label, segment_id=self.segment_id) from None
+        if declared != original_size:
+            raise CorruptChunkError(
+                f"{where} is a zstd frame of {declared} bytes (-1: undeclared), not the "
+                f"{original_size} its chunk index lists", label=label,
+                segment_id=self.segment_id)
+
     def decode(self, label: str, stored: bytes | memoryview, original_size: int) -> bytes:
         """The original bytes of one chunk.
 
@@ -151,31 +191,9 @@ class SegmentTransform:
         data: bytes | memoryview = stored
         where = f"chunk {label} of segment {self.segment_id}"
         if self.data_key is not None:
-            if len(data) < ENCRYPTION_OVERHEAD:
-                raise CorruptChunkError(f"{where} is {len(data)} bytes: too short to be "
-                                        "encrypted", label=label, segment_id=self.segment_id)
-            view = memoryview(data)
-            try:
-                data = AESGCM(self.data_key).decrypt(bytes(view[:NONCE_BYTES]),
-                                                     bytes(view[NONCE_BYTES:]),
-                                                     self._aad(label))
-            except InvalidTag:
-                raise CorruptChunkError(f"{where} fails its authentication tag: it was "
-                                        "changed or moved", label=label,
-                                        segment_id=self.segment_id) from None
+            data = self._decrypt(label, stored, where)
         if self.compression == ZSTD:
-            # the frame's declared content size is checked before anything is allocated: a
-            # frame declaring more (a decompression bomb) is refused without decoding it
-            try:
-                declared = zstandard.frame_content_size(bytes(data[:18]))
-            except zstandard.ZstdError as exc:
-                raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
-                                        label=label, segment_id=self.segment_id) from None
-            if declared != original_size:
-                raise CorruptChunkError(
-                    f"{where} is a zstd frame of {declared} bytes (-1: undeclared), not the "
-                    f"{original_size} its chunk index lists", label=label,
-                    segment_id=self.segment_id)
+            self._check_frame(label, data, original_size, where)
             try:
                 data = zstandard.ZstdDecompressor().decompress(
                     bytes(data), max_output_size=max(original_size, 1))
@@ -203,27 +221,8 @@ class SegmentTransform:
         if self.data_key is None or self.compression != ZSTD:
             return ChunkDecoder(self.decode(label, stored, original_size), None, label, self)
         where = f"chunk {label} of segment {self.segment_id}"
-        view = memoryview(stored)
-        if len(view) < ENCRYPTION_OVERHEAD:
-            raise CorruptChunkError(f"{where} is {len(view)} bytes: too short to be "
-                                    "encrypted", label=label, segment_id=self.segment_id)
-        try:
-            frame = AESGCM(self.data_key).decrypt(bytes(view[:NONCE_BYTES]),
-                                                  bytes(view[NONCE_BYTES:]), self._aad(label))
-        except InvalidTag:
-            raise CorruptChunkError(f"{where} fails its authentication tag: it was "
-                                    "changed or moved", label=label,
-                                    segment_id=self.segment_id) from None
-        try:
-            declared = zstandard.frame_content_size(frame[:18])
-        except zstandard.ZstdError as exc:
-            raise CorruptChunkError(f"{where} is not a valid zstd frame: {exc}",
-                                    label=label, segment_id=self.segment_id) from None
-        if declared != original_size:
-            raise CorruptChunkError(
-                f"{where} is a zstd frame of {declared} bytes (-1: undeclared), not the "
-                f"{original_size} its chunk index lists", label=label,
-                segment_id=self.segment_id)
+        frame = self._decrypt(label, stored, where)
+        self._check_frame(label, frame, original_size, where)
         reader = zstandard.ZstdDecompressor().stream_reader(frame, read_size=64 << 10)
         return ChunkDecoder(reader, original_size, label, self)
 
