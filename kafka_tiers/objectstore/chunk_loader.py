@@ -311,6 +311,11 @@ class ChunkLoader:
             self._prefetch_queue.append(flight)
         else:
             self._readers_queue.append(flight)
+        self._wake_worker()
+
+    def _wake_worker(self) -> None:
+        """Wake an idle pool thread for newly queued work (lock held), starting one when
+        none is idle and the pool has room."""
         waiting = len(self._readers_queue) + len(self._prefetch_queue)
         if waiting > self._idle and self._workers < self.threads:
             self._workers += 1
@@ -445,16 +450,7 @@ class ChunkLoader:
     def _enqueue_span(self, span: _Span) -> None:
         """Queue a span prefetch (lock held), starting a thread when none is idle."""
         self._prefetch_queue.append(span)
-        waiting = len(self._readers_queue) + len(self._prefetch_queue)
-        if waiting > self._idle and self._workers < self.threads:
-            self._workers += 1
-            try:
-                threading.Thread(target=self._worker, name="kafka-tiers-chunk",
-                                 daemon=True).start()
-            except RuntimeError as exc:  # no thread: readers run their own loads
-                self._workers -= 1
-                log.warning("cannot start a chunk download thread: %s", exc)
-        self._work.notify()
+        self._wake_worker()
 
     def claim_for_stream(self, items: Sequence[tuple[str, Load]]) -> list[StreamClaim | None]:
         """Claim for a streaming reader (one read running through contiguous chunks) the
