@@ -70,8 +70,6 @@ sys.path.insert(0, str(ROOT))  # the test servers live in tests/servers
 
 from kafka_tiers.api import (  # noqa: E402
     IndexType,
-    LogSegmentData,
-    RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     TopicPartition,
 )
@@ -90,7 +88,9 @@ from tiering import (  # noqa: E402
     counting,
     covering_chunks_stored,
     key_pair_files,
+    metadata_for,
     plain_download,
+    segment_data,
     transformed_config,
 )
 
@@ -180,21 +180,6 @@ def build_segment(work: Path, size: int) -> tuple[Any, Log]:
     return log.inactive_segments()[0], log
 
 
-def segment_data(info: Any, work: Path) -> LogSegmentData:
-    snapshot = info.producer_snapshot_path
-    if snapshot is None or not snapshot.exists():
-        snapshot = work / "empty.snapshot"
-        snapshot.write_bytes(b"")
-    return LogSegmentData(info.log_path, info.offset_index_path, info.time_index_path,
-                          info.txn_index_path, snapshot, b"0\n0\n")
-
-
-def metadata_for(info: Any) -> RemoteLogSegmentMetadata:
-    return RemoteLogSegmentMetadata(
-        RemoteLogSegmentId.generate(TP), info.base_offset, info.next_offset - 1,
-        info.max_timestamp, 0, int(time.time() * 1000), info.size, {0: info.base_offset})
-
-
 @contextlib.contextmanager
 def running(server: Any) -> Iterator[Any]:
     try:
@@ -229,7 +214,7 @@ def bench_backend(backend: Backend, info: Any, work: Path, rounds: int,
                     old: RemoteLogSegmentMetadata | None = md if what == "copy" else enc_md
                     if old is not None:
                         target.delete_log_segment_data(old)
-                    new = metadata_for(info)
+                    new = metadata_for(TP, info)
                     start = time.perf_counter()
                     target.copy_log_segment_data(new, data)
                     times.append(time.perf_counter() - start)

@@ -73,6 +73,7 @@ from kafka_tiers.api import (
     TopicPartition,
 )
 from kafka_tiers.broker import Broker
+from kafka_tiers.conformance.storage import write_key_pair
 from kafka_tiers.log.config import LogConfig
 from kafka_tiers.log.log import Log
 from kafka_tiers.log.records import ProducerRecord, build_batch
@@ -168,23 +169,11 @@ def metadata_for(tp: TopicPartition, info: Any) -> RemoteLogSegmentMetadata:
 # -- the data path's settings -------------------------------------------------------------------
 
 def key_pair_files(directory: Path) -> dict[str, str]:
-    """An RSA-2048 key pair written as PEM files in ``directory``; returns the plugin's
+    """An RSA-2048 key pair written as PEM files in ``directory`` (the conformance suite's
+    :func:`~kafka_tiers.conformance.storage.write_key_pair`); returns the plugin's
     ``encryption.key.pair*`` settings naming it (not enabled)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    directory.mkdir(parents=True, exist_ok=True)
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pub = directory / f"{KEY_ID}-public.pem"
-    priv = directory / f"{KEY_ID}-private.pem"
-    pub.write_bytes(private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    priv.write_bytes(private.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
     return {"encryption.key.pair.id": KEY_ID, "encryption.key.pairs": KEY_ID,
-            f"encryption.key.pairs.{KEY_ID}.public.key.file": str(pub),
-            f"encryption.key.pairs.{KEY_ID}.private.key.file": str(priv)}
+            **write_key_pair(directory, KEY_ID)}
 
 
 def transformed_config(keys: Mapping[str, str], **extra: str) -> dict[str, str]:
