@@ -857,25 +857,31 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         object shorter than that is an error, never short data."""
         if end <= first:
             return b""
-        whole = first == 0 and end == size
-        stream = self._call(self.object_store.get, key,
-                            None if whole else ByteRange(first, end - 1), key=key,
-                            segment_id=sid)
-        reader = ManagedStream(stream, lambda exc: self._translate(exc, key, sid), end - first)
+        reader = self._ranged_reader(key, first, end, size, sid)
         try:
             return reader.readall()
         finally:
             reader.close()
 
+    def _ranged_reader(self, key: str, first: int, end: int, size: int,
+                       sid: str) -> ManagedStream:
+        """A stream of the stored bytes ``first..end-1`` (``end > first``) of the object
+        ``key`` (``size`` bytes: the whole object is read without a range); an object
+        shorter than that is an error, never short data. The caller closes it."""
+        whole = first == 0 and end == size
+        stream = self._call(self.object_store.get, key,
+                            None if whole else ByteRange(first, end - 1), key=key,
+                            segment_id=sid)
+        return ManagedStream(stream, lambda exc: self._translate(exc, key, sid), end - first)
+
+    def _stored_chunk(self, segment: _Segment, number: int) -> bytes:
+        """The stored bytes of chunk ``number`` (one ranged read)."""
+        first, end = segment.chunks.stored_range(number)
+        return self._read_range(segment.log_key, first, end, segment.chunks.stored_size,
+                                segment.transform.segment_id)
+
     def _load_chunk(self, segment: _Segment, number: int) -> bytes:
-        chunks = segment.chunks
-        first, end = chunks.stored_range(number)
-        raw = self._read_range(segment.log_key, first, end, chunks.stored_size,
-                               segment.transform.segment_id)
-        if segment.transform.identity:
-            return raw
-        start, stop = chunks.original_range(number)
-        return segment.transform.decode(log_label(number), raw, stop - start)
+        return self._decode_chunk(segment, number, self._stored_chunk(segment, number))
 
     def _load_chunk_prefix(self, segment: _Segment, number: int, prefix: int
                            ) -> bytes | None:
@@ -885,17 +891,12 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         (readers of it wait), and the rest is decoded on the loader's pool, the whole chunk
         cached: a reader that goes on past the prefix finds it, nothing partial is cached."""
         loader = self.chunk_loader
-        key = f"{segment.log_key}#{number}"
-        (claim,) = loader.claim_for_stream([(key, functools.partial(
-            self._load_chunk, segment, number))])
+        (claim,) = loader.claim_for_stream(self._chunk_items(segment, [number]))
         if claim is None:
             return None
         try:
-            chunks = segment.chunks
-            first, end = chunks.stored_range(number)
-            raw = self._read_range(segment.log_key, first, end, chunks.stored_size,
-                                   segment.transform.segment_id)
-            start, stop = chunks.original_range(number)
+            raw = self._stored_chunk(segment, number)
+            start, stop = segment.chunks.original_range(number)
             decoder = segment.transform.open_chunk(log_label(number), raw, stop - start)
             head = decoder.read(prefix)
         except BaseException:
@@ -925,13 +926,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
         chunks = segment.chunks
         sid = segment.transform.segment_id
         begin, stop = chunks.stored_range(first)[0], chunks.stored_range(end - 1)[1]
-        key = segment.log_key
-        whole = begin == 0 and stop == chunks.stored_size
-        stream = self._call(self.object_store.get, key,
-                            None if whole else ByteRange(begin, stop - 1), key=key,
-                            segment_id=sid)
-        reader = ManagedStream(stream, lambda exc: self._translate(exc, key, sid),
-                               stop - begin)
+        reader = self._ranged_reader(segment.log_key, begin, stop, chunks.stored_size, sid)
         try:
             for number in range(first, end):
                 low, high = chunks.stored_range(number)
