@@ -11,9 +11,8 @@ sequential consumer read of the tier, cold and warm.
   with plain ``read``/``write`` into a directory, each fsynced. The same segment is also copied
   by two storage managers of its own (``copy_log_segment_data``): the plain tier (no
   compression, no encryption) and the tier with ``compression.enabled`` and
-  ``encryption.enabled`` (an RSA-2048 key pair made for the run; zstd at its default level,
-  and, as a figure without a goal, at level 1). Three rounds, rotating which goes first; the
-  medians reported.
+  ``encryption.enabled`` (an RSA-2048 key pair made for the run; zstd at its default level).
+  Three rounds, rotating which goes first; the medians reported.
 * remote read: ``Broker.fetch(tp, offset, max_bytes=1)`` of a batch in the middle of the
   remote segment (the offset index fetched once into the cache, then a ranged read); bytes of
   the log fetched from the remote tier and latency (the first read, index included, and the
@@ -431,7 +430,6 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
     copy_rates: list[float] = []
     tier_rates: list[float] = []
     enc_rates: list[float] = []
-    enc1_rates: list[float] = []  # the same at zstd level 1 (not a goal: a figure)
     broker = None
     records = 0
     enc_md = None
@@ -448,8 +446,6 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
         data = segment_data(seg, work)
         plain_tier = local_manager(work / f"tier-plain-{round_no}", {})
         enc_tier = local_manager(work / f"tier-enc-{round_no}", transformed_config(keys))
-        enc1_tier = local_manager(work / f"tier-enc1-{round_no}", transformed_config(
-            keys, **{"compression.zstd.level": "1"}))
 
         def plain(files: list[Path] = files, copied_bytes: int = copied_bytes,
                   dest: Path = work / f"plain-{round_no}") -> None:
@@ -480,10 +476,7 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
             nonlocal enc_md
             enc_md = manager_copy(enc_tier, enc_rates)
 
-        def tier_enc1(enc1_tier: Any = enc1_tier) -> None:
-            manager_copy(enc1_tier, enc1_rates)
-
-        steps: list[Callable[[], object]] = [plain, tiered, tier_plain, tier_enc, tier_enc1]
+        steps: list[Callable[[], object]] = [plain, tiered, tier_plain, tier_enc]
         for step in steps[round_no:] + steps[:round_no]:
             os.sync()  # each starts with no dirty pages of the others pending
             step()  # the order rotates, so none always runs on a warmer cache
@@ -491,8 +484,6 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
         enc_stored = stored_log_bytes(enc_tier, enc_md)
         plain_tier.close()
         enc_tier.close()
-        enc1_tier.close()
-        shutil.rmtree(work / f"tier-enc1-{round_no}", ignore_errors=True)
         # local retention's step: the copied segment leaves the local disk
         lg = broker.log(tp)
         lg.advance_local_log_start_offset(lg.segment_bases()[-1])
@@ -554,9 +545,6 @@ def copy_rows(args: argparse.Namespace, work: Path, tp: TopicPartition,
         "tier_zstd_aes_copy_mib_per_s": round(enc_mib_s, 1),
         "zstd_aes_copy_vs_plain_tier": round(enc_mib_s / tier_mib_s, 3),
         "zstd_aes_copy_rounds_mib_per_s": [round(r, 1) for r in enc_rates],
-        "zstd_level1_aes_copy_mib_per_s": round(statistics.median(enc1_rates), 1),
-        "zstd_level1_aes_copy_vs_plain_tier": round(statistics.median(enc1_rates) / tier_mib_s,
-                                                    3),
         "tier_plain_copy_rounds_mib_per_s": [round(r, 1) for r in tier_rates],
         "hex_segment_stored_ratio": round(enc_stored / size, 3),
     })
