@@ -450,9 +450,9 @@ def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
         if g.size > 0:
             min_one = False
             limit = max(0, limit - g.size)
-    for i, (ask, budget, first) in remote.items():
-        got[i] = _read_safely(ctx, wants[i], budget, first, remote_allowed=True, ask=ask,
-                              zero_budget=ask is None)
+    for i, (ask, budget, first) in remote.items():  # ask None: no room left, no read
+        got[i] = _read_safely(ctx, wants[i], budget, first, remote_allowed=ask is not None,
+                              ask=ask)
     result = _Pass()
     result.got = got
     result.remote_read = any(g.remote for g in got)
@@ -460,12 +460,10 @@ def _read_all(ctx: RequestContext, wants: list[_Want], limit: int, *,
 
 
 def _read_safely(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
-                 remote_allowed: bool, ask: _RemoteAsk | None,
-                 zero_budget: bool = False) -> _Got:
+                 remote_allowed: bool, ask: _RemoteAsk | None) -> _Got:
     """:func:`_read_one`, a failure being the partition's error code."""
     try:
-        return _read_one(ctx, w, limit, min_one, remote_allowed=remote_allowed, ask=ask,
-                         zero_budget=zero_budget)
+        return _read_one(ctx, w, limit, min_one, remote_allowed=remote_allowed, ask=ask)
     except ResourceExhaustedError as exc:  # out of descriptors: retriable
         log.warning("kafka fetch: reading %s-%s: %s", w.topic, w.partition, exc)
         return _Got(KAFKA_STORAGE_ERROR)
@@ -479,11 +477,10 @@ def _read_safely(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
 
 
 def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
-              remote_allowed: bool, ask: _RemoteAsk | None = None,
-              zero_budget: bool = False) -> _Got:
-    """One partition's answer. ``ask``: its remote read, started by :func:`_read_all`;
-    ``zero_budget``: it needed the remote tier but the response had no room left (no read
-    was started: no records, no error)."""
+              remote_allowed: bool, ask: _RemoteAsk | None = None) -> _Got:
+    """One partition's answer. ``ask``: its remote read, started by :func:`_read_all`
+    (None: none was started; ``remote_allowed`` False: none may be, as when the response
+    has no room left for it: no records, no error)."""
     broker = ctx.broker
     if w.topic is None:
         return _Got(UNKNOWN_TOPIC_ID)
@@ -534,11 +531,8 @@ def _read_one(ctx: RequestContext, w: _Want, limit: int, min_one: bool, *,
     # request's other remote partitions (started by _read_all)
     if not broker.tiered(tp):
         return _out_of_range(lg.high_watermark)
-    if not remote_allowed or (max_bytes == 0 and not min_one) or ask is None or zero_budget:
-        if ask is not None and ask.future is not None:
-            ask.future.cancel()  # its bytes are not wanted; a running read just ends
-        if remote_allowed and ask is None and not zero_budget \
-                and w.offset < lg.log_start_offset:
+    if ask is None:  # no room for it, or it was not below the local log when _read_all looked
+        if remote_allowed and w.offset < lg.log_start_offset:
             return _Got(OFFSET_OUT_OF_RANGE, high_watermark=lg.high_watermark, remote=True)
         return _Got(high_watermark=lg.high_watermark, log_start_offset=lg.log_start_offset)
     return _remote_answer(ctx, tp, lg, w, ask, max_bytes, min_one)
