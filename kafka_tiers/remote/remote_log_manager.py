@@ -397,10 +397,7 @@ class RemoteLogManager:
         self.copy_quota.forget(tp)
         self.metrics.remove_partition(tp)
         if delete:
-            storage = self.storage
-            for md in storage.list_remote_segments(tp):
-                self._delete_remote(storage, md)
-            storage.delete_topic_partition(tp)
+            self._delete_partition_data(self.storage, tp)
 
     def role(self, tp: TopicPartition) -> str | None:
         """``"leader"``, ``"follower"`` or None when ``tp`` is not managed here."""
@@ -735,9 +732,7 @@ class RemoteLogManager:
             local_start = lg.local_log_start_offset
             if local_start > lg.log_start_offset:
                 lg.advance_log_start_offset(min(local_start, lg.high_watermark))
-            for md in storage.list_remote_segments(p.tp):
-                self._delete_remote(storage, md)
-            storage.delete_topic_partition(p.tp)
+            self._delete_partition_data(storage, p.tp)
             log.info("tiering of %s turned off: its remote data is deleted", p.tp)
         with self._cv:
             p.stopped = True
@@ -747,6 +742,15 @@ class RemoteLogManager:
             self._cv.notify_all()
         self.copy_quota.forget(p.tp)
         self.metrics.remove_partition(p.tp)
+
+    def _delete_partition_data(self, storage: RemoteStorageManager, tp: TopicPartition
+                               ) -> None:
+        """Delete every remote segment listed for ``tp`` (hook ``remote_segment_deleted``
+        for each), then its remaining objects (``delete_topic_partition``: its own prefix
+        only). Idempotent; a failure raises (repeat the call)."""
+        for md in storage.list_remote_segments(tp):
+            self._delete_remote(storage, md)
+        storage.delete_topic_partition(tp)
 
     def topic_config_changed(self, topic: str) -> None:
         """A topic's config changed: its partitions' tasks run soon (a switch of KIP-950
