@@ -159,11 +159,16 @@ class ChunkLoader:
             return LoaderStats(self._downloads, self._failures, self._prefetches,
                                self._dropped, self._prefetch_hits, len(self._inflight))
 
-    def _served_from_cache(self, key: str) -> None:
-        with self._lock:
-            if key in self._prefetched:
-                del self._prefetched[key]
-                self._prefetch_hits += 1
+    def cached(self, key: str) -> bytes | None:
+        """The chunk under ``key`` if the cache holds it (counted as served from the cache,
+        as :meth:`get` counts it), else None (also without a cache); never loads."""
+        data = self.cache.get(key) if self.cache is not None else None
+        if data is not None:
+            with self._lock:
+                if key in self._prefetched:
+                    del self._prefetched[key]
+                    self._prefetch_hits += 1
+        return data
 
     # -- flights --------------------------------------------------------------------------
 
@@ -367,11 +372,9 @@ class ChunkLoader:
         """
         if self._closed:
             raise RetriableRemoteStorageError("the chunk loader is closed")
-        if self.cache is not None:
-            data = self.cache.get(key)
-            if data is not None:
-                self._served_from_cache(key)
-                return data
+        data = self.cached(key)
+        if data is not None:
+            return data
         with self._lock:
             flight, _ = self._claim(key, load)
         return self._wait(flight)
@@ -526,9 +529,8 @@ class ChunkLoader:
         slots: list[bytes | _Flight] = []
         here = True  # the first load to run runs on this thread, at once
         for key, load in items:
-            cached = self.cache.get(key) if self.cache is not None else None
+            cached = self.cached(key)
             if cached is not None:
-                self._served_from_cache(key)
                 slots.append(cached)
                 continue
             with self._lock:

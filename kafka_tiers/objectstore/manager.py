@@ -1005,6 +1005,7 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
             (an encrypted chunk's tag still checks all of it), its rest decoded on the pool
             and the whole chunk cached (``_load_chunk_prefix``)."""
             wanted: list[int] = []
+            found: dict[int, bytes] = {}
             partial: dict[int, tuple[int, int]] = {}
             prefixes: dict[int, int] = {}
             for n in batch:
@@ -1013,16 +1014,20 @@ class ObjectStoreRemoteStorageManager(RemoteStorageManager):
                 if (first, stop) != (begin, end) and (
                         segment.transform.identity or (not streamed and first == begin)):
                     key = f"{segment.log_key}#{n}"
-                    cached = loader.cache.get(key) if loader.cache is not None else None
-                    if cached is None and segment.transform.identity:
+                    cached = loader.cached(key)
+                    if cached is not None:  # kept: not looked up again
+                        found[n] = cached
+                        continue
+                    if segment.transform.identity:
                         partial[n] = (first, stop)
                         continue
-                    if cached is None and loader.absent([key]):
+                    if loader.absent([key]):
                         prefixes[n] = stop - begin
                         continue
                 wanted.append(n)
             loaded = dict(zip(wanted, loader.get_many(self._chunk_items(segment, wanted)),
                               strict=True))
+            loaded.update(found)
             out: list[bytes | memoryview] = []
             for n in batch:
                 if n in partial:
