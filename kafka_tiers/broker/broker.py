@@ -869,12 +869,13 @@ class Broker:
             lm.topic_overrides[name] = overrides
         log_config = lm.config.with_overrides(overrides)
         for p in range(new.partitions):
-            lg = lm.get_log(TopicPartition(name, p))
+            tp = TopicPartition(name, p)
+            lg = lm.get_log(tp)
             if lg is not None:
                 lg.config = log_config
+            if self.rlm is not None:  # KIP-950 switches take effect now, not at the interval
+                self.rlm.trigger(tp)
         log.info("broker %s: topic %s config is now %s", self.broker_id, name, cfg)
-        if self.rlm is not None:  # KIP-950 switches take effect now, not at the next interval
-            self.rlm.topic_config_changed(name)
         return new
 
     def assign_topic_id(self, name: str) -> str | None:

@@ -752,14 +752,6 @@ class RemoteLogManager:
             self._delete_remote(storage, md)
         storage.delete_topic_partition(tp)
 
-    def topic_config_changed(self, topic: str) -> None:
-        """A topic's config changed: its partitions' tasks run soon (a switch of KIP-950
-        takes effect at once, not at the next interval)."""
-        with self._cv:
-            tps = [tp for tp in self._partitions if tp.topic == topic]
-        for tp in tps:
-            self.trigger(tp)
-
     def _remote_retention(self, p: _Partition, storage: RemoteStorageManager, lg: Log,
                           tiering: TopicTiering, result: TaskResult) -> None:
         with self._cv:
