@@ -188,12 +188,18 @@ class RateQuota:
             return 0.0
         with self._cv:
             now = self._clock()
-            rate = self._rate.rate(now)
-            if rate <= self.bound:
-                return 0.0
-            if self.bound <= 0:
+            if self.bound <= 0 and self._rate.rate(now) > self.bound:
                 return self._rate.span(now) * 1000
-            return (rate - self.bound) / self.bound * self._rate.span(now) * 1000
+            return self._over_ms(now)
+
+    def _over_ms(self, now: float) -> float:
+        """Milliseconds until the measured rate is back at the bound if nothing more is
+        recorded (a bound below 1 counted as 1); 0 when at or under it. The caller holds
+        the lock."""
+        rate = self._rate.rate(now)
+        if rate <= self.bound:
+            return 0.0
+        return (rate - self.bound) / max(self.bound, 1) * self._rate.span(now) * 1000
 
     def record(self, amount: int) -> None:
         """Count ``amount`` bytes against the quota (also when unlimited: the rate is a
@@ -223,12 +229,9 @@ class RateQuota:
                         raise QuotaWaitCancelled("the copy was cancelled while waiting for "
                                                  "the copy quota")
                     if self._tickets[0] == ticket:
-                        now = self._clock()
-                        rate = self._rate.rate(now)
-                        if rate <= self.bound:
+                        wait = self._over_ms(self._clock()) / 1000
+                        if wait <= 0:
                             break
-                        span = self._rate.span(now)
-                        wait = ((rate - self.bound) / max(self.bound, 1) * span)
                     else:
                         wait = self.POLL_S
                     self._cv.wait(min(max(wait, 0.001), self.POLL_S))
@@ -255,21 +258,13 @@ class RateQuota:
             wall = time.monotonic()
             for k in [k for k, expiry in self._waiters.items() if expiry < wall and k != key]:
                 del self._waiters[k]  # did not come back in time: loses its place
-            now = self._clock()
-            rate = self._rate.rate(now)
-            first = next(iter(self._waiters), key)
-            if rate <= self.bound and first == key:
+            over_ms = self._over_ms(self._clock())
+            if over_ms <= 0 and next(iter(self._waiters), key) == key:
                 self._waiters.pop(key, None)
                 self._rate.record(amount)
                 return 0.0
-            if rate > self.bound:
-                wait_ms = ((rate - self.bound) / max(self.bound, 1)
-                           * self._rate.span(now) * 1000)
-            else:
-                wait_ms = self.POLL_S * 1000
-            wait_ms = max(wait_ms, 1.0)
-            self._waiters.setdefault(key, 0.0)
-            self._waiters[key] = wall + wait_ms / 1000 + self.WAITER_GRACE_S
+            wait_ms = max(over_ms if over_ms > 0 else self.POLL_S * 1000, 1.0)
+            self._waiters[key] = wall + wait_ms / 1000 + self.WAITER_GRACE_S  # keeps its place
         self.throttle_ms.record(wait_ms)
         return wait_ms
 
