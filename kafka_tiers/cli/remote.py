@@ -246,10 +246,10 @@ def _layout(rsm: Any, md: Any) -> dict[str, Any] | None:
     chunks, chunk size, original and stored size, ``ratio`` stored / original, compression,
     ``key_id``, where the indexes are) plus ``encrypted``; None when the plugin cannot say.
     Never key material: the manager reads the manifest only."""
-    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, guard
+    from kafka_tiers.remote.guarded import guard
 
     guarded = guard(rsm)
-    if "describe_segment" not in OPTIONAL_OPERATIONS or not guarded.supports("describe_segment"):
+    if not guarded.supports("describe_segment"):
         return None
     layout = _plain(guarded.describe_segment(md))
     if not isinstance(layout, dict):
@@ -271,10 +271,10 @@ def _plain(value: Any) -> Any:
 
 def _cache_stats(rsm: Any) -> dict[str, Any] | None:
     """The plugin's cache counters (``cache_stats``), or None when it has no caches."""
-    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, guard
+    from kafka_tiers.remote.guarded import guard
 
     guarded = guard(rsm)
-    if "cache_stats" not in OPTIONAL_OPERATIONS or not guarded.supports("cache_stats"):
+    if not guarded.supports("cache_stats"):
         return None
     stats = _plain(guarded.cache_stats())
     return stats if isinstance(stats, dict) else {"stats": stats}

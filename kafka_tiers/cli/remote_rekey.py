@@ -147,7 +147,7 @@ def rekey(ctx: click.Context, storage: str | None, config_file: str | None,
           --partition 2 --format json
     """
     from kafka_tiers.cli.remote import _find, _tp, open_read_only
-    from kafka_tiers.remote.guarded import OPTIONAL_OPERATIONS, UnsupportedStorageOperationError
+    from kafka_tiers.remote.guarded import UnsupportedStorageOperationError
     from kafka_tiers.remote.storage_config import storage_settings
 
     _tp(topic, partition or 0)
@@ -157,7 +157,7 @@ def rekey(ctx: click.Context, storage: str | None, config_file: str | None,
     # rekey writes nothing but the manifests it re-wraps
     with open_read_only(settings) as rsm:
         for operation in ("read_manifest", "rekey"):
-            if operation not in OPTIONAL_OPERATIONS or not rsm.supports(operation):
+            if not rsm.supports(operation):
                 raise UnsupportedStorageOperationError(
                     f"storage plugin {rsm.name!r} does not support {operation} (it is not "
                     "built on the object-store level): nothing to rekey",

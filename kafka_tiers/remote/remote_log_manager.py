@@ -1113,16 +1113,9 @@ def _prefetch_size(config: Mapping[str, Any]) -> int:
 
 def _prefetch_operation(storage: RemoteStorageManager
                         ) -> Callable[[RemoteLogSegmentMetadata, int, int], Any] | None:
-    """The guarded ``prefetch`` operation of the storage manager, or None when it has none
-    (or the guard does not know the operation)."""
+    """The guarded ``prefetch`` operation of the storage manager, or None when it has none."""
     guarded = guard(storage)
-    try:
-        if not guarded.supports("prefetch"):
-            return None
-    except ValueError:  # a guard without the optional operation
-        return None
-    op = getattr(guarded, "prefetch", None)
-    return op if callable(op) else None
+    return guarded.prefetch if guarded.supports("prefetch") else None
 
 
 def _segment_epochs(entries: list[tuple[int, int]], base: int, next_offset: int,
