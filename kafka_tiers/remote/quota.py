@@ -16,7 +16,6 @@ Copy (:meth:`RateQuota.try_acquire`)
     (arrival order): while one is ahead of it, a partition is not granted a copy, so one
     partition's backlog never starves another's. A place is kept ``throttle time +
     WAITER_GRACE_S`` (a partition that does not come back loses it) or until :meth:`forget`.
-    (:meth:`RateQuota.acquire` is the blocking form, FIFO tickets.)
 Fetch (:meth:`RateQuota.exceeded`)
     A remote read is skipped while the fetch rate is over the quota (the Fetch API answers
     the partition with no records and no error: the client asks again); the bytes of every
@@ -135,10 +134,6 @@ class WindowedStat:
             return max((v for _, v in self._values), default=0.0)
 
 
-class QuotaWaitCancelled(Exception):
-    """:meth:`RateQuota.acquire` gave up because its ``cancelled`` check said so."""
-
-
 class RateQuota:
     """A broker-wide byte-rate quota (see the module docstring).
 
@@ -146,11 +141,10 @@ class RateQuota:
         max_bytes_per_second: the bound (:data:`UNLIMITED`: none).
         windows, window_s: the rate's sampling (``*.quota.window.num`` and
             ``*.quota.window.size.seconds``).
-        clock: seconds (monotonic); the waits of :meth:`acquire` use real time.
+        clock: seconds (monotonic); the line's places expire in real time.
     """
 
-    #: longest single sleep of a waiting copy, so cancellation is seen soon; also how soon a
-    #: partition behind another in the line (:meth:`try_acquire`) asks again
+    #: how soon a partition behind another in the line (:meth:`try_acquire`) asks again
     POLL_S = 0.1
     #: how long past its throttle time a partition told to come back keeps its place in line
     WAITER_GRACE_S = 2.0
@@ -161,9 +155,7 @@ class RateQuota:
         self._rate = WindowedRate(windows, window_s, clock)
         self.throttle_ms = WindowedStat(windows, window_s, clock)
         self._clock = clock
-        self._cv = threading.Condition()
-        self._tickets: collections.deque[int] = collections.deque()
-        self._next_ticket = 0
+        self._lock = threading.Lock()
         #: try_acquire's line: key -> monotonic time its place expires, in arrival order
         self._waiters: dict[Hashable, float] = {}
 
@@ -174,7 +166,7 @@ class RateQuota:
 
     def rate(self) -> float:
         """The measured bytes per second."""
-        with self._cv:
+        with self._lock:
             return self._rate.rate()
 
     def exceeded(self) -> bool:
@@ -186,7 +178,7 @@ class RateQuota:
         ``QuotaUtils.throttleTime``: ``(rate - bound) / bound * span``); 0 when under it."""
         if self.unlimited:
             return 0.0
-        with self._cv:
+        with self._lock:
             now = self._clock()
             if self.bound <= 0 and self._rate.rate(now) > self.bound:
                 return self._rate.span(now) * 1000
@@ -204,45 +196,8 @@ class RateQuota:
     def record(self, amount: int) -> None:
         """Count ``amount`` bytes against the quota (also when unlimited: the rate is a
         metric)."""
-        with self._cv:
+        with self._lock:
             self._rate.record(amount)
-
-    def acquire(self, amount: int, cancelled: Callable[[], bool] = lambda: False) -> float:
-        """Wait in arrival order until the rate is at or under the bound, then record
-        ``amount`` (a copy about to start). Returns the milliseconds waited (also recorded
-        in :attr:`throttle_ms` when positive).
-
-        Raises:
-            QuotaWaitCancelled: ``cancelled()`` became true while waiting (nothing recorded).
-        """
-        if self.unlimited:
-            self.record(amount)
-            return 0.0
-        start = time.monotonic()
-        with self._cv:
-            ticket = self._next_ticket
-            self._next_ticket += 1
-            self._tickets.append(ticket)
-            try:
-                while True:
-                    if cancelled():
-                        raise QuotaWaitCancelled("the copy was cancelled while waiting for "
-                                                 "the copy quota")
-                    if self._tickets[0] == ticket:
-                        wait = self._over_ms(self._clock()) / 1000
-                        if wait <= 0:
-                            break
-                    else:
-                        wait = self.POLL_S
-                    self._cv.wait(min(max(wait, 0.001), self.POLL_S))
-                self._rate.record(amount)
-            finally:
-                self._tickets.remove(ticket)
-                self._cv.notify_all()
-        waited_ms = (time.monotonic() - start) * 1000
-        if waited_ms >= 1:
-            self.throttle_ms.record(waited_ms)
-        return waited_ms
 
     def try_acquire(self, amount: int, key: Hashable) -> float:
         """Grant a copy of ``amount`` bytes now, never waiting: granted (``amount`` recorded,
@@ -254,7 +209,7 @@ class RateQuota:
         if self.unlimited:
             self.record(amount)
             return 0.0
-        with self._cv:
+        with self._lock:
             wall = time.monotonic()
             for k in [k for k, expiry in self._waiters.items() if expiry < wall and k != key]:
                 del self._waiters[k]  # did not come back in time: loses its place
@@ -271,7 +226,7 @@ class RateQuota:
     def forget(self, key: Hashable) -> None:
         """``key`` no longer asks (its partition stopped or lost its leadership): its place
         in :meth:`try_acquire`'s line is given up. Idempotent."""
-        with self._cv:
+        with self._lock:
             self._waiters.pop(key, None)
 
     def note_skip(self) -> float:
@@ -283,4 +238,4 @@ class RateQuota:
         return ms
 
 
-__all__ = ["UNLIMITED", "QuotaWaitCancelled", "RateQuota", "WindowedRate", "WindowedStat"]
+__all__ = ["UNLIMITED", "RateQuota", "WindowedRate", "WindowedStat"]
